@@ -1,0 +1,58 @@
+"""One base class for every error mapsearch raises on purpose.
+
+The CLI turns a :class:`MapsearchError` into one line and exit code 2; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class MapsearchError(Exception):
+    """Base class of every error the tool raises deliberately."""
+
+
+class SpecError(MapsearchError):
+    """Bad input: names the file, the field and what was expected.
+
+    >>> str(SpecError("arch.yaml", "levels[2].capacity", "int > 0", -4))
+    'arch.yaml: levels[2].capacity: expected int > 0, got -4'
+    """
+
+    def __init__(self, source: str, field: str, expected: str, got: object = None, *, detail: str | None = None):
+        self.source = source
+        self.field = field
+        self.expected = expected
+        self.got = got
+        self.detail = detail
+        where = f"{source}: {field}" if field else source
+        if detail is not None:
+            message = f"{where}: {detail}"
+        else:
+            message = f"{where}: expected {expected}, got {got!r}"
+        super().__init__(message)
+
+
+class ScheduleError(MapsearchError):
+    """A schedule that breaks the rules of the cost model (illegal tiling, order, residency)."""
+
+
+class InfeasibleError(MapsearchError):
+    """The requirements cannot all hold; ``core`` names the ones that conflict."""
+
+    def __init__(self, message: str, core: tuple[str, ...] = ()):
+        self.core = core
+        super().__init__(message)
+
+
+class SolverTimeout(MapsearchError):
+    """The solver ran out of time before finding any schedule."""
+
+
+class ReplayMismatch(MapsearchError):
+    """Predicted and replayed figures differ: names the field and both values."""
+
+    def __init__(self, field: str, predicted: object, replayed: object):
+        self.field = field
+        self.predicted = predicted
+        self.replayed = replayed
+        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}")

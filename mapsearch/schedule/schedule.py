@@ -1,0 +1,65 @@
+"""The schedule: tile extents, loop orders, residency and homes.
+
+``levels[i]`` maps architecture level ``i`` (outermost first). The top level's
+tile is the whole iteration space and it has no loop order. For every level
+below the top, ``order`` lists the dimensions outer -> inner: the order in
+which that level's tiles inside one parent tile are visited. Extents need not
+divide: a parent piece of extent ``s`` splits as
+``for x0 in range(0, s, T): piece = min(T, s - x0)``.
+
+``keep`` holds the tensors that have a buffer at that level; a tensor's home
+level holds it whole instead, and levels above its home never see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mapsearch.schedule.figures import Figures
+from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.workload import Workload
+
+
+@dataclass(frozen=True)
+class LevelMapping:
+    level: str
+    tile: tuple[tuple[str, int], ...]  # tile extent per dimension
+    order: tuple[str, ...] = ()  # outer -> inner; empty at the top
+    keep: frozenset[str] = frozenset()
+
+    def tile_extent(self, dim: str) -> int:
+        return dict(self.tile)[dim]
+
+    @property
+    def tile_extents(self) -> dict[str, int]:
+        return dict(self.tile)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    workload: Workload
+    architecture: Architecture
+    levels: tuple[LevelMapping, ...]
+    homes: tuple[tuple[str, str], ...]  # tensor -> level name
+    predicted: Figures | None = None
+
+    def home(self, tensor: str) -> int:
+        """Index of the tensor's home level (default: the top)."""
+        return self.architecture.index(dict(self.homes).get(tensor, self.architecture.levels[0].name))
+
+    def keeps(self, tensor: str, level: int) -> bool:
+        """True when ``tensor`` has a buffer at ``level`` (strictly below its home)."""
+        return level > self.home(tensor) and tensor in self.levels[level].keep
+
+    def keeper_above(self, tensor: str, level: int) -> int:
+        """Nearest level above ``level`` that holds the tensor (a buffer or its home)."""
+        for j in range(level - 1, -1, -1):
+            if j == self.home(tensor) or self.keeps(tensor, j):
+                return j
+        raise ValueError(f"{tensor} has no home above level {level}")
+
+    def tile_extents(self, level: int) -> dict[str, int]:
+        return self.levels[level].tile_extents
+
+    def with_predicted(self, figures: Figures | None) -> "Schedule":
+        return Schedule(self.workload, self.architecture, self.levels, self.homes, figures)

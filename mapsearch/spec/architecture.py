@@ -1,0 +1,106 @@
+"""The architecture: memory levels, the links between them, and the compute op.
+
+Levels are listed outermost first (index 0 is the top, e.g. DRAM or L2) down
+to the innermost (L0, next to compute). ``levels[i].link`` is the link from
+``levels[i-1]`` (parent) down to ``levels[i]`` (child); the top has none.
+
+Units: capacities in words; link costs in clocks per word; compute in clocks
+per call. Costs may be rational (``Fraction``) so that, e.g., 2 words per
+clock is exactly ``1/2`` clock per word.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping
+
+SHARED = "shared"
+SEPARATE = "separate"
+
+
+@dataclass(frozen=True)
+class Link:
+    """Parent -> child link.
+
+    shared line:    ``time = (words_down + words_up) * input_clocks_per_word``
+    separate lines: ``time = max(words_down * input_clocks_per_word, words_up * output_clocks_per_word)``
+    """
+
+    input_clocks_per_word: Fraction = Fraction(1)
+    output_clocks_per_word: Fraction = Fraction(1)
+    lines: str = SHARED
+
+    def time(self, words_down: int, words_up: int) -> Fraction:
+        if self.lines == SHARED:
+            return (words_down + words_up) * self.input_clocks_per_word
+        return max(words_down * self.input_clocks_per_word, words_up * self.output_clocks_per_word)
+
+
+@dataclass(frozen=True)
+class Level:
+    """A memory level; ``capacity`` in words per instance, ``None`` for unbounded."""
+
+    name: str
+    capacity: int | None
+    link: Link | None = None  # None only for the top level
+    instances: int = 1
+
+
+@dataclass(frozen=True)
+class Compute:
+    """The op under L0: covers a block of ``block[d]`` per dimension, costs ``clocks_per_call``.
+
+    A scalar MAC has every block extent 1 (dimensions not named are 1).
+    """
+
+    block: tuple[tuple[str, int], ...] = ()
+    clocks_per_call: Fraction = Fraction(1)
+
+    def block_extent(self, dim: str) -> int:
+        return dict(self.block).get(dim, 1)
+
+    @property
+    def block_macs(self) -> int:
+        return math.prod(b for _, b in self.block)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    levels: tuple[Level, ...]
+    compute: Compute = field(default_factory=Compute)
+    double_buffering: bool = False
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        return tuple(lv.name for lv in self.levels)
+
+    @property
+    def depth(self) -> int:
+        return len(self.levels)
+
+    def index(self, level_name: str) -> int:
+        return self.level_names.index(level_name)
+
+    def link_name(self, child: int) -> str:
+        """Name of the link into ``levels[child]``, e.g. ``'L1->L0'``."""
+        return f"{self.levels[child - 1].name}->{self.levels[child].name}"
+
+    @property
+    def link_names(self) -> tuple[str, ...]:
+        return tuple(self.link_name(i) for i in range(1, self.depth))
+
+
+def as_fraction(value: object) -> Fraction:
+    """Exact value of an int, a decimal float such as 0.5, or text such as '1/3'."""
+    if isinstance(value, bool):
+        raise TypeError("a boolean is not a number")
+    if isinstance(value, float):
+        return Fraction(str(value))
+    return Fraction(value)  # type: ignore[arg-type]
+
+
+def block_from_mapping(block: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple((d, int(b)) for d, b in block.items())

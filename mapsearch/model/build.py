@@ -1,0 +1,126 @@
+"""Assemble the CP-SAT model of one einsum on one architecture.
+
+``build(problem, constraints, options) -> Encoding``; :mod:`decode` is its
+inverse for a solution. The families, each in its own module:
+tiles (chains) -> order -> residency -> traffic (via residency) -> links ->
+capacity -> compute -> user constraints -> time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ortools.sat.python import cp_model
+
+from mapsearch.errors import InfeasibleError
+from mapsearch.model.capacity import add_capacity, add_compute, home_words
+from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.order import add_orders
+from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
+from mapsearch.model.residency import add_link_times, add_link_words, add_residency
+from mapsearch.model.tiles import add_tile_choices
+from mapsearch.model.user import add_orders_fixed, add_stationary
+from mapsearch.solve.constraints import Constraints, resolve_level, resolve_tensor
+from mapsearch.solve.options import SolveOptions
+
+
+@lru_cache(maxsize=256)
+def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
+                   bounds: tuple[tuple[int, int], ...], pinned: bool) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned)
+
+
+def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, DimChains], frozenset[str]]:
+    w, arch = p.workload, p.architecture
+    pinned = pinned_dims(w)
+    J = p.depth
+    out: dict[str, DimChains] = {}
+    for d, extent in w.extents:
+        bounds = [(1, extent)] * J
+        for lim in constraints.tiles:
+            if lim.dim == d:
+                j = resolve_level(lim.level, arch, "constraints", f"tiles.{lim.level}")
+                if j == 0:
+                    if not lim.lo <= extent <= lim.hi:
+                        raise InfeasibleError(f"tile limit on {d} at the top ({lim.lo}..{lim.hi}) excludes its extent {extent}",
+                                              ("user tile limits",))
+                    continue
+                lo, hi = bounds[j - 1]
+                bounds[j - 1] = (max(lo, lim.lo), min(hi, lim.hi))
+        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims}))
+        chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned)
+        if len(chains) == 0:
+            raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
+                                  ("user tile limits",))
+        out[d] = chains
+    return out, pinned
+
+
+def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> Encoding:
+    check_supported(p)
+    chains, pinned = dimension_chains(p, constraints)
+    arch = p.architecture
+    costs = [arch.compute.clocks_per_call] + [lv.link.input_clocks_per_word for lv in arch.levels[1:]] \
+        + [lv.link.output_clocks_per_word for lv in arch.levels[1:]]
+    enc = Encoding(cp_model.CpModel(), p, chains, pinned, scale_of(costs))
+    _check_homes_fit(enc)
+    add_tile_choices(enc)
+    # A dimension whose innermost tile is whole in every chain never advances: no order literal.
+    active = tuple(d for d in p.workload.dims if int(chains[d].counts[:, -1].max()) > 1)
+    add_orders(enc, active)
+    forced = {}
+    for level, tensor, flag in constraints.keep:
+        forced[(resolve_tensor(tensor, p.workload, "constraints", "keep"), resolve_level(level, arch, "constraints", "keep"))] = flag
+    add_residency(enc, forced)
+    add_link_words(enc)
+    add_link_times(enc)
+    add_capacity(enc)
+    add_compute(enc)
+    for level, dims in constraints.orders:
+        j = resolve_level(level, arch, "constraints", "orders")
+        if j > 0:
+            add_orders_fixed(enc, j, dims, active, f"loop order {list(dims)} at {arch.levels[j].name}")
+    for tensor, level in constraints.stationary:
+        j = resolve_level(level, arch, "constraints", "stationary")
+        t = resolve_tensor(tensor, p.workload, "constraints", "stationary")
+        if j > 0:
+            add_stationary(enc, t, j, active, f"{t} stationary at {arch.levels[j].name}")
+    _add_time(enc)
+    _add_min_utilization(enc, options)
+    return enc
+
+
+def _check_homes_fit(enc: Encoding) -> None:
+    """Homes are constants: a level they overflow is infeasible before any search."""
+    p = enc.problem
+    for i, lv in enumerate(p.architecture.levels):
+        words = home_words(enc, i)
+        if lv.capacity is not None and words > lv.capacity:
+            names = [f"{t} ({p.workload.tensor_words(t)} words)" for t in p.workload.tensor_names if p.home(t) == i]
+            raise InfeasibleError(
+                f"the tensors homed at {lv.name}, {', '.join(names)}, need {words} words; its capacity is {lv.capacity}",
+                (f"capacity of {lv.name}", "homes"))
+
+
+def _add_time(enc: Encoding) -> None:
+    """``time = max(compute_time, max link time)`` (scaled); ``words_total`` over all links."""
+    parts = [enc.compute_time] + list(enc.link_time.values())
+    lo = max(q.lo for q in parts)
+    hi = max(q.hi for q in parts)
+    t = enc.model.new_int_var(lo, hi, "time")
+    enc.model.add_max_equality(t, [q.expr for q in parts])
+    enc.time = Q(t, lo, hi)
+    names = enc.problem.workload.tensor_names
+    enc.words_total = enc.total([enc.link_tensor_down[(x, a)] for x in names for a in enc.link_time]
+                                + [enc.link_tensor_up[(x, a)] for x in names for a in enc.link_time])
+
+
+def _add_min_utilization(enc: Encoding, options: SolveOptions) -> None:
+    """``compute_time >= u * time`` with ``u = a/b``: ``b * compute_time >= a * time``."""
+    u = options.min_utilization
+    if u is None or u <= 0:
+        return
+    guard = enc.model.new_bool_var("min_utilization")
+    enc.guards[f"utilization >= {float(u):g}"] = guard
+    enc.model.add(u.denominator * enc.compute_time.expr >= u.numerator * enc.time.expr).only_enforce_if(guard)

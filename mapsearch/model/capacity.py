@@ -1,0 +1,69 @@
+"""Capacity per level: homes plus the largest tile of every kept tensor.
+
+    occupancy[i] = sum_{X home at i} |X|
+                 + sum_{X kept at i} buffers(X, i) * prod_{d in R_X} f_{X,d}(T_i[d])
+                 <= capacity[i]
+
+``buffers`` is 2 with double buffering when the tile is smaller than the
+tensor (some ``d`` in ``R_X`` has ``T_i[d] < E_d``), else 1. The largest tile
+is the first one, where every piece is whole, so this is the replay's peak.
+Each level's constraint is guarded by a literal so an infeasible core can
+name it.
+"""
+
+from __future__ import annotations
+
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.problem import footprint
+from mapsearch.model.tiles import footprint_at, whole_at
+
+
+def tile_words(enc: Encoding, tensor: str, i: int) -> Q:
+    w = enc.problem.workload
+    access = w.tensor(tensor)
+    return enc.product([footprint_at(enc, d, footprint(access, d, w), i) for d in w.dims if d in access.dims],
+                       f"tile_{tensor}_L{i}")
+
+
+def home_words(enc: Encoding, i: int) -> int:
+    p = enc.problem
+    return sum(p.workload.tensor_words(t) for t in p.workload.tensor_names if p.home(t) == i)
+
+
+def add_capacity(enc: Encoding) -> None:
+    p = enc.problem
+    w = p.workload
+    double = p.architecture.double_buffering
+    for i, level in enumerate(p.architecture.levels):
+        parts: list[Q] = [Q.const(home_words(enc, i))]
+        if i > 0:
+            for t in w.tensor_names:
+                kept = enc.kept[(t, i)]
+                if kept is False:
+                    continue
+                words = tile_words(enc, t, i)
+                if double:
+                    access = w.tensor(t)
+                    whole = [whole_at(enc, d, i) for d in w.dims if d in access.dims]
+                    all_whole = enc.product(whole, f"whole_{t}_L{i}")  # 1 iff the tile is the whole tensor
+                    twice = Q(2 - all_whole.expr, 2 - all_whole.hi, 2 - all_whole.lo) if not all_whole.is_const \
+                        else Q.const(2 - int(all_whole.expr))
+                    words = enc.product([words, twice], f"buffers_{t}_L{i}")
+                parts.append(enc.select(kept, words, Q.const(0), f"held_{t}_L{i}"))
+        occ = enc.total(parts)
+        enc.occupancy[i] = occ
+        if level.capacity is not None and not occ.is_const:
+            guard = enc.model.new_bool_var(f"capacity_{level.name}")
+            enc.model.add(occ.expr <= level.capacity).only_enforce_if(guard)
+            enc.capacity_guard[i] = guard
+            enc.guards[f"capacity of {level.name}"] = guard
+
+
+def add_compute(enc: Encoding) -> None:
+    """``calls = prod_d sum_{innermost pieces x of d} ceil(x / b_d)``; ``compute_time = calls * t``."""
+    from mapsearch.model.tiles import calls_along
+
+    p = enc.problem
+    enc.calls = enc.product([calls_along(enc, d) for d in p.workload.dims], "calls")
+    t = int(p.architecture.compute.clocks_per_call * enc.scale)
+    enc.compute_time = enc.scaled(enc.calls, t)

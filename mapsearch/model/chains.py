@@ -1,0 +1,241 @@
+"""Per-dimension tile chains and the exact quantities the model reads from them.
+
+A *chain* of dimension ``d`` is its tile extents below the top,
+``E >= T_1 >= ... >= T_J >= 1`` (level ``j`` is ``j`` levels below the top).
+Splitting with remainders, a parent piece of extent ``s`` becomes
+``s // T`` pieces of ``T`` and one piece of ``s % T`` when that is non-zero, so
+the pieces of every level are a short list of (extent, count) pairs and every
+count below is exact:
+
+- ``N[j]``: number of level-``j`` pieces (``N[0] = 1``);
+- ``F[f][j] = sum over level-j pieces x of f(x)``: words a tensor whose axis
+  footprint is ``f(x) = alpha*x + beta`` moves when it loads every piece once;
+- ``W[f][k][i] = sum over level-k pieces x <= T_i of f(x)`` (``k < i``): the
+  words of the level-``k`` pieces that no level up to ``i`` splits further,
+  which is where a loop that advances reloads nothing (see ``traffic``);
+- ``calls``: op calls along the dimension, ``sum over level-J pieces ceil(x/b)``.
+
+Tile extents beyond these quantities only cost capacity, so among chains with
+equal quantities only those with minimal extents (componentwise) survive: this
+is the exact form of the hint that only about ``2*sqrt(E)`` extents matter on
+one level (there ``N[1] = ceil(E/T)`` is all that counts, and the smallest ``T``
+per count fits best).
+
+>>> c = enumerate_chains(10, 1, footprints=((1, 0),))
+>>> sorted(zip(c.tiles[:, 0].tolist(), c.counts[:, 1].tolist()))
+[(1, 10), (2, 5), (3, 4), (4, 3), (5, 2), (10, 1)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta
+
+# Raw chains enumerated before pruning; above this the outer levels draw from
+# the reduced candidate family {ceil(E / n)} and the result says so.
+FULL_ENUMERATION_LIMIT = 1_200_000
+
+
+@dataclass(frozen=True)
+class DimChains:
+    """The surviving chains of one dimension, one row each.
+
+    ``tiles[:, j-1]`` is ``T_j``; ``counts[:, j]`` is ``N[j]`` (column 0 is 1);
+    ``sums[f][:, j]`` is ``F[f][j]``; ``small[f][(k, i)]`` is ``W[f][k][i]``.
+    """
+
+    extent: int
+    depth: int  # J, the number of levels below the top
+    tiles: np.ndarray
+    counts: np.ndarray
+    sums: dict[Footprint, np.ndarray]
+    small: dict[Footprint, dict[tuple[int, int], np.ndarray]]
+    calls: np.ndarray
+    raw_count: int  # chains enumerated before pruning
+    reduced: bool  # True when the outer levels used the reduced candidate family
+    notes: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return int(self.tiles.shape[0])
+
+
+def _candidates(extent: int, lo: int, hi: int, reduced: bool) -> np.ndarray:
+    values = np.arange(1, extent + 1, dtype=np.int64)
+    if reduced:
+        n = np.arange(1, extent + 1, dtype=np.int64)
+        values = np.unique(-(-extent // n))
+    return values[(values >= lo) & (values <= hi)]
+
+
+def _grow(parents: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (row, value) with value in candidates and value <= parents[row]."""
+    counts = np.searchsorted(candidates, parents, side="right")
+    rows = np.repeat(np.arange(parents.size), counts)
+    starts = np.cumsum(counts) - counts
+    pos = np.arange(rows.size) - np.repeat(starts, counts)
+    return rows, candidates[pos]
+
+
+def _enumerate_tiles(extent: int, bounds: list[tuple[int, int]], reduced: bool) -> np.ndarray:
+    tiles = np.zeros((1, 0), dtype=np.int64)
+    parent = np.array([extent], dtype=np.int64)
+    depth = len(bounds)
+    for j, (lo, hi) in enumerate(bounds):
+        outer = j < depth - 1
+        cand = _candidates(extent, lo, hi, reduced and outer)
+        rows, values = _grow(parent, cand)
+        tiles = np.concatenate([tiles[rows], values[:, None]], axis=1)
+        parent = values
+    return tiles
+
+
+def _raw_size(extent: int, bounds: list[tuple[int, int]]) -> int:
+    """Number of monotone chains within the bounds (exact, by a small DP over extents)."""
+    ways = np.zeros(extent + 2, dtype=np.float64)
+    ways[extent] = 1.0
+    for lo, hi in bounds:
+        # new[t] = sum over parents p >= t of ways[p], for t in [lo, hi]
+        suffix = np.cumsum(ways[::-1])[::-1]
+        new = np.zeros_like(ways)
+        t = np.arange(extent + 2)
+        mask = (t >= max(lo, 1)) & (t <= min(hi, extent))
+        new[mask] = suffix[mask]
+        ways = new
+    return int(ways.sum())
+
+
+def enumerate_chains(
+    extent: int,
+    depth: int,
+    footprints: tuple[Footprint, ...] = ((1, 0),),
+    block: int = 1,
+    bounds: list[tuple[int, int]] | None = None,
+    pinned: bool = False,
+) -> DimChains:
+    """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
+
+    ``bounds[j-1] = (lo, hi)`` limits ``T_j`` (user constraints); ``pinned``
+    keeps the whole extent at every level (a filter dimension of a
+    convolution axis, see :mod:`mapsearch.model.problem`).
+    """
+    if bounds is None:
+        bounds = [(1, extent)] * depth
+    if pinned:
+        bounds = [(extent, extent)] * depth
+    bounds = [(max(1, lo), min(extent, hi)) for lo, hi in bounds]
+    raw = _raw_size(extent, bounds)
+    reduced = raw > FULL_ENUMERATION_LIMIT and depth > 1
+    tiles = _enumerate_tiles(extent, bounds, reduced)
+    if tiles.shape[0] == 0:
+        return _empty(extent, depth, footprints, raw, reduced)
+    return _prune(_quantities(extent, tiles, footprints, block), raw, reduced)
+
+
+def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimChains:
+    z = np.zeros((0, depth), dtype=np.int64)
+    return DimChains(
+        extent, depth, z, np.zeros((0, depth + 1), dtype=np.int64),
+        {f: np.zeros((0, depth + 1), dtype=np.int64) for f in footprints},
+        {f: {} for f in footprints}, np.zeros(0, dtype=np.int64), raw, reduced,
+    )
+
+
+def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
+    rows, depth = tiles.shape
+    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[(np.full(rows, extent), np.ones(rows, dtype=np.int64))]]
+    for j in range(depth):
+        t = tiles[:, j]
+        full_count = np.zeros(rows, dtype=np.int64)
+        level = []
+        for size, count in pieces[-1]:
+            full = size // t
+            rem = size - full * t
+            full_count += count * full
+            level.append((rem, count * (rem > 0)))
+        pieces.append([(t, full_count)] + level)
+
+    def f_of(f: Footprint, size: np.ndarray) -> np.ndarray:
+        return f[0] * size + f[1]
+
+    counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
+    sums = {f: np.stack([sum(c * f_of(f, s) for s, c in lv) for lv in pieces], axis=1) for f in footprints}
+    small: dict[Footprint, dict[tuple[int, int], np.ndarray]] = {}
+    for f in footprints:
+        small[f] = {}
+        for i in range(1, depth + 1):
+            ti = tiles[:, i - 1]
+            for k in range(i):
+                small[f][(k, i)] = sum(c * f_of(f, s) * (s <= ti) for s, c in pieces[k])
+    calls = sum(c * (-(-s // block)) for s, c in pieces[-1])
+    return {"extent": extent, "tiles": tiles, "counts": counts, "sums": sums, "small": small, "calls": calls}
+
+
+def _prune(q: dict, raw: int, reduced: bool) -> DimChains:
+    """Drop chains dominated by one with equal counts and words and no larger extents or calls.
+
+    Exact for the model: every objective and constraint is monotone
+    non-decreasing in tile extents (capacity) and in calls, and reads nothing
+    else from a chain but its counts and sums.
+    """
+    tiles = q["tiles"]
+    rows, depth = tiles.shape
+    columns = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])]
+    columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
+                for f in sorted(q["small"]) if q["small"][f]]
+    columns.append(q["calls"][:, None])
+    signature = np.concatenate(columns, axis=1)
+    signature = signature[:, np.any(signature != signature[:1], axis=0)]  # drop constant columns
+    # Group by a 64-bit hash of the signature (one sort key instead of many);
+    # groups are then cut wherever adjacent signatures differ, so a hash
+    # collision can only split a group (less pruning), never merge two.
+    weights = np.random.default_rng(12345).integers(1, 2**62, size=signature.shape[1], dtype=np.int64) | 1
+    with np.errstate(over="ignore"):
+        digest = (signature * weights).sum(axis=1) if signature.shape[1] else np.zeros(rows, dtype=np.int64)
+    keys = [tiles[:, j] for j in range(depth - 1, -1, -1)] + [digest]
+    order = np.lexsort(keys)
+    sig = signature[order]
+    til = tiles[order]
+    new_group = np.ones(rows, dtype=bool)
+    new_group[1:] = np.any(sig[1:] != sig[:-1], axis=1)
+    if depth >= 2:
+        # Within equal signature and equal outer extents, the smallest innermost extent dominates;
+        # with one level below the top, the smallest extent per signature dominates.
+        outer_change = np.ones(rows, dtype=bool)
+        outer_change[1:] = np.any(til[1:, :-1] != til[:-1, :-1], axis=1)
+        keep = new_group | outer_change
+        if depth == 2:
+            keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
+    else:
+        keep = new_group
+    idx = order[keep]
+    return DimChains(
+        extent=q["extent"],
+        depth=depth,
+        tiles=tiles[idx],
+        counts=q["counts"][idx],
+        sums={f: v[idx] for f, v in q["sums"].items()},
+        small={f: {k: v[idx] for k, v in d.items()} for f, d in q["small"].items()},
+        calls=q["calls"][idx],
+        raw_count=raw,
+        reduced=reduced,
+    )
+
+
+def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """Rows (sorted by group, then outer ascending) whose inner extent beats every earlier row of the group.
+
+    A row with ``outer' <= outer`` and ``inner' <= inner`` earlier in its group dominates it.
+    """
+    group = np.cumsum(new_group) - 1
+    big = int(inner.max()) + 2
+    shifted = group * big + (big - 1 - inner)  # larger is a smaller inner extent
+    running = np.maximum.accumulate(shifted)
+    previous = np.empty_like(running)
+    previous[0] = -1
+    previous[1:] = running[:-1]
+    prev_in_group = previous >= group * big  # an earlier row of the same group exists
+    best_inner_before = np.where(prev_in_group, big - 1 - (previous - group * big), big)
+    return inner < best_inner_before

@@ -1,0 +1,54 @@
+"""Turn a CP-SAT solution back into a schedule with the model's predicted figures."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.order import decode_order
+from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.schedule import LevelMapping, Schedule
+
+
+def value(solver: cp_model.CpSolver, q: Q | object) -> int:
+    if isinstance(q, Q):
+        return int(q.expr) if q.is_const else int(solver.value(q.expr))
+    if isinstance(q, bool):
+        return int(q)
+    return int(solver.value(q))
+
+
+def decode(enc: Encoding, solver: cp_model.CpSolver) -> Schedule:
+    p = enc.problem
+    w, arch = p.workload, p.architecture
+    dims = w.dims
+    J = p.depth
+    before = {k: bool(solver.boolean_value(v)) if not isinstance(v, bool) else v for k, v in enc.before.items()}
+    levels = [LevelMapping(arch.levels[0].name, w.extents)]
+    for j in range(1, J + 1):
+        tile = tuple((d, value(solver, enc.tile[(d, j)])) for d in dims)
+        keep = frozenset(t for t in w.tensor_names if value(solver, enc.kept[(t, j)]))
+        levels.append(LevelMapping(arch.levels[j].name, tile, decode_order(before, j, dims), keep))
+    homes = tuple((t, arch.levels[p.home(t)].name) for t in w.tensor_names)
+    return Schedule(w, arch, tuple(levels), homes, predicted_figures(enc, solver))
+
+
+def predicted_figures(enc: Encoding, solver: cp_model.CpSolver) -> Figures:
+    p = enc.problem
+    w, arch = p.workload, p.architecture
+    links = []
+    for a in range(1, p.depth + 1):
+        tensors = tuple(TensorTraffic(t, value(solver, enc.link_tensor_down[(t, a)]), value(solver, enc.link_tensor_up[(t, a)]))
+                        for t in w.tensor_names)
+        links.append(LinkFigures(arch.link_name(a), sum(x.words_down for x in tensors), sum(x.words_up for x in tensors),
+                                 Fraction(value(solver, enc.link_time[a]), enc.scale), tensors))
+    return Figures(
+        links=tuple(links),
+        op_calls=value(solver, enc.calls),
+        compute_time=Fraction(value(solver, enc.compute_time), enc.scale),
+        macs=w.macs,
+        block_macs=arch.compute.block_macs,
+        occupancy=tuple((lv.name, value(solver, enc.occupancy[i])) for i, lv in enumerate(arch.levels)),
+    )

@@ -1,0 +1,52 @@
+"""Loop order per level as precedence literals.
+
+``before[j, d, e]`` holds when, at level ``j``, the loop over ``d`` is outer to
+the loop over ``e``. Only *active* dimensions (split somewhere) get
+literals; pinned dimensions never advance, so their place is irrelevant and
+they are decoded innermost. The literals form a strict total order:
+
+    before[j,d,e] == not before[j,e,d]                  (antisymmetry)
+    before[j,d,e] and before[j,e,g] -> before[j,d,g]    (transitivity)
+"""
+
+from __future__ import annotations
+
+from itertools import permutations
+
+from mapsearch.model.encoding import Encoding, Literal
+
+
+def add_orders(enc: Encoding, active: tuple[str, ...]) -> None:
+    J = enc.problem.depth
+    dims = enc.problem.workload.dims
+    for j in range(1, J + 1):
+        for a in range(len(active)):
+            for b in range(a + 1, len(active)):
+                d, e = active[a], active[b]
+                lit = enc.model.new_bool_var(f"L{j}_{d}_outer_to_{e}")
+                enc.before[(j, d, e)] = lit
+                enc.before[(j, e, d)] = ~lit
+        for d, e, g in permutations(active, 3):
+            enc.model.add_bool_or([~enc.before[(j, d, e)], ~enc.before[(j, e, g)], enc.before[(j, d, g)]])
+        for d in dims:
+            for e in dims:
+                if d != e and (j, d, e) not in enc.before:
+                    # A pinned dimension sits innermost; between two pinned ones, name order.
+                    enc.before[(j, d, e)] = _fixed(d, e, active, dims)
+
+
+def _fixed(d: str, e: str, active: tuple[str, ...], dims: tuple[str, ...]) -> bool:
+    if d in active:
+        return True
+    if e in active:
+        return False
+    return dims.index(d) < dims.index(e)
+
+
+def before(enc: Encoding, j: int, d: str, e: str) -> Literal:
+    return enc.before[(j, d, e)]
+
+
+def decode_order(values: dict[tuple[int, str, str], bool], j: int, dims: tuple[str, ...]) -> tuple[str, ...]:
+    """Outer -> inner: a dim is outer to as many dims as there are after it."""
+    return tuple(sorted(dims, key=lambda d: -sum(values[(j, d, e)] for e in dims if e != d)))

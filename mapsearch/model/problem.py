@@ -1,0 +1,104 @@
+"""What the CP-SAT encoding is given, and the per-dimension facts it derives.
+
+The encoding covers one einsum whose tensor axes are either a single
+dimension or an affine sum in which at most one dimension is split below the
+top (the *carrier*, the dimension of largest extent); the others, a
+convolution's filter dimensions, are *pinned* whole at every level. Pinning
+is what keeps the count exact: a sliding window whose two dimensions both
+move can revisit the region it just left (the contract's "nothing moves"
+case), which the closed forms of ``traffic`` do not model. The replay has no
+such limit; this is a limit of the solver's family, reported as
+``family`` in the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Mapping
+
+from mapsearch.errors import MapsearchError
+from mapsearch.model.chains import Footprint
+from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.workload import TensorAccess, Workload
+
+
+class UnsupportedProblem(MapsearchError):
+    """The workload or architecture uses something the solver's encoding does not cover yet."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    workload: Workload
+    architecture: Architecture
+    homes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def depth(self) -> int:
+        """J: the number of levels below the top."""
+        return self.architecture.depth - 1
+
+    def home(self, tensor: str) -> int:
+        return self.architecture.index(dict(self.homes).get(tensor, self.architecture.levels[0].name))
+
+
+def check_supported(p: Problem) -> None:
+    if len(p.architecture.levels) < 2:
+        raise UnsupportedProblem("the architecture needs at least two levels (a top and L0)")
+    for lv in p.architecture.levels:
+        if lv.instances != 1:
+            raise UnsupportedProblem(f"level {lv.name}: spatial instances are not supported by the solver yet")
+    for t in p.workload.tensors:
+        seen: set[str] = set()
+        for ix in t.indices:
+            for d in ix.dims:
+                if d in seen:
+                    raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes; not supported by the solver")
+                seen.add(d)
+
+
+def pinned_dims(w: Workload) -> frozenset[str]:
+    """Dimensions held whole at every level: non-carriers of affine axes, and extent-1 dims."""
+    ext = w.extent
+    pinned = {d for d, e in w.extents if e == 1}
+    for t in w.tensors:
+        for ix in t.indices:
+            if len(ix.terms) > 1:
+                carrier = _carrier(ix.dims, ext)
+                pinned.update(d for d in ix.dims if d != carrier)
+    return frozenset(pinned)
+
+
+def _carrier(dims: tuple[str, ...], ext: Mapping[str, int]) -> str:
+    return max(dims, key=lambda d: (ext[d], -dims.index(d)))
+
+
+def footprint(t: TensorAccess, dim: str, w: Workload) -> Footprint | None:
+    """The footprint ``f(x) = alpha*x + beta`` that ``dim``'s pieces give ``t``'s axis.
+
+    ``None`` when ``dim`` does not index ``t``; ``(0, 1)`` when ``dim`` is a
+    non-carrier of an affine axis (its pinned extent is folded into the
+    carrier's ``beta``).
+    """
+    ext = w.extent
+    for ix in t.indices:
+        if dim not in ix.dims:
+            continue
+        carrier = _carrier(ix.dims, ext) if len(ix.terms) > 1 else dim
+        if dim != carrier:
+            return (0, 1)
+        coeff = dict(ix.terms)
+        alpha = coeff[dim]
+        beta = sum(c * (ext[d] - 1) for d, c in ix.terms if d != dim) + 1 - alpha
+        return (alpha, beta)
+    return None
+
+
+def scale_of(values: list[Fraction]) -> int:
+    """Least common multiple of the denominators: multiplies every clock count to an integer."""
+    from math import lcm
+
+    out = 1
+    for v in values:
+        out = lcm(out, Fraction(v).denominator)
+    return out

@@ -1,0 +1,73 @@
+"""Tile extents: one choice of chain per dimension, and the exact per-dimension quantities.
+
+Encodes ``choice[d] in [0, len(chains[d]))`` and, by element constraints,
+``T_j = tiles[choice][j]``, ``N_j = counts[choice][j]`` and the piece sums of
+:mod:`mapsearch.model.chains`. Every count there is exact for remainder
+tiles, so everything built from these is exact too.
+"""
+
+from __future__ import annotations
+
+from mapsearch.model.chains import Footprint
+from mapsearch.model.encoding import Encoding, Q
+
+
+def add_tile_choices(enc: Encoding) -> None:
+    """``choice[d]`` per dimension; ``T_j`` and ``N_j`` for every level below the top."""
+    J = enc.problem.depth
+    for d, ch in enc.chains.items():
+        n = len(ch)
+        enc.choice[d] = 0 if n == 1 else enc.model.new_int_var(0, n - 1, f"chain_{d}")
+        enc.count[(d, 0)] = Q.const(1)
+        for j in range(1, J + 1):
+            enc.tile[(d, j)] = enc.lookup(d, ch.tiles[:, j - 1], f"tile_L{j}")
+            enc.count[(d, j)] = enc.lookup(d, ch.counts[:, j], f"pieces_L{j}")
+
+
+def piece_sum(enc: Encoding, d: str, f: Footprint, j: int) -> Q:
+    """``sum over level-j pieces x of f(x)``."""
+    key = ("sum", d, f, j)
+    if key not in enc.cache:
+        enc.cache[key] = enc.lookup(d, enc.chains[d].sums[f][:, j], f"sum_L{j}")
+    return enc.cache[key]
+
+
+def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int) -> Q:
+    """``sum over level-k pieces x <= T_i of f(x)``; for ``k == i`` every piece counts."""
+    if k == i:
+        return piece_sum(enc, d, f, i)
+    key = ("small", d, f, k, i)
+    if key not in enc.cache:
+        enc.cache[key] = enc.lookup(d, enc.chains[d].small[f][(k, i)], f"small_L{k}_{i}")
+    return enc.cache[key]
+
+
+def count_step(enc: Encoding, d: str, j: int) -> Q:
+    """``N_j - N_{j-1}``: how many times the level-``j`` loop over ``d`` advances in the whole run."""
+    key = ("step", d, j)
+    if key not in enc.cache:
+        c = enc.chains[d].counts
+        enc.cache[key] = enc.lookup(d, c[:, j] - c[:, j - 1], f"advances_L{j}")
+    return enc.cache[key]
+
+
+def footprint_at(enc: Encoding, d: str, f: Footprint, j: int) -> Q:
+    """``f(T_j)``: the axis extent of the largest level-``j`` tile."""
+    key = ("fp", d, f, j)
+    if key not in enc.cache:
+        tiles = enc.chains[d].tiles[:, j - 1]
+        enc.cache[key] = enc.lookup(d, f[0] * tiles + f[1], f"footprint_L{j}")
+    return enc.cache[key]
+
+
+def whole_at(enc: Encoding, d: str, j: int) -> Q:
+    """1 when ``T_j = E_d`` (a single piece), else 0."""
+    key = ("whole", d, j)
+    if key not in enc.cache:
+        enc.cache[key] = enc.lookup(d, (enc.chains[d].counts[:, j] == 1).astype(int), f"whole_L{j}")
+    return enc.cache[key]
+
+
+def calls_along(enc: Encoding, d: str) -> Q:
+    """``sum over innermost pieces x of ceil(x / b_d)``."""
+    return enc.lookup(d, enc.chains[d].calls, "calls")

@@ -1,0 +1,92 @@
+r"""Words a tensor's buffer at one level takes in: exact, remainders included.
+
+Fix tensor ``X`` and level ``i``. ``R`` are the dimensions that index ``X``,
+``I`` the others. The loops of levels ``1..i`` form one odometer; ``X``'s
+level-``i`` region changes on a step unless the loop that advances is in
+``I`` and every loop of ``R`` inner to it has one trip in that context
+(those loops go from their last to their first value, i.e. stay put). The
+prefix ``P`` of the nest up to the innermost ``R`` loop of level ``i``
+contains, per dimension, the loops of levels ``1..k_d``, where
+``k_d = i`` for ``d`` in ``R`` and, for ``e`` in ``I``, ``k_e = i`` when ``e``
+is outer to some ``R`` loop at level ``i`` and ``i-1`` otherwise. Loops
+after the prefix only give reuse. So the words loaded are
+
+    words(X, i) = prod_{d in R} F_d[i] * prod_{e in I} N_e[k_e]
+                  - sum_{e in I} sum_{j <= i, e's level-j loop in P}  C(e, j)
+
+    C(e, j) = prod_{d in R} W_d[k_d(e,j), i] * prod_{e' in I, e' != e} N_e'[k_e'(e,j)]
+              * (N_e[j] - N_e[j-1])
+
+where ``k_g(e, j) = j`` if ``g`` is outer to ``e`` at level ``j``, else ``j-1``;
+``F_d[i]`` is the sum of the footprints of ``d``'s level-``i`` pieces (``E_d``
+for a plain axis), ``N`` counts pieces, and ``W_d[k, i]`` sums the footprints
+of the level-``k`` pieces no longer than ``T_i`` (those are the contexts in
+which every deeper loop over ``d`` has one trip; ``W_d[i, i] = F_d[i]``).
+``C(e, j)`` counts, with their words, the advances of ``e``'s level-``j``
+loop in which nothing moves. For an output the same count is the words
+stored up; the words loaded back are those minus the output's size, because
+every region is created once, as zeros, on its first visit (plain output
+indices partition the output at every level).
+"""
+
+from __future__ import annotations
+
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.order import before
+from mapsearch.model.problem import footprint
+from mapsearch.model.tiles import count_step, piece_sum, small_sum
+
+
+def region_words(enc: Encoding, tensor: str, i: int) -> Q:
+    """``words(X, i)`` above, as an exact quantity."""
+    key = (tensor, i)
+    if key in enc.words:
+        return enc.words[key]
+    w = enc.problem.workload
+    access = w.tensor(tensor)
+    relevant = [d for d in w.dims if d in access.dims]
+    irrelevant = [d for d in w.dims if d not in access.dims]
+    if not relevant:  # a scalar: one load of one word
+        enc.words[key] = Q.const(w.tensor_words(tensor))
+        return enc.words[key]
+    fp = {d: footprint(access, d, w) for d in relevant}
+
+    # The prefix reaches e's level-i loop when e is outer to some relevant loop there.
+    in_prefix = {e: enc.bool_or([before(enc, i, e, d) for d in relevant], f"{tensor}_L{i}_{e}_in_prefix")
+                 for e in irrelevant}
+    main = [piece_sum(enc, d, fp[d], i) for d in relevant]
+    main += [enc.select(in_prefix[e], enc.count[(e, i)], enc.count[(e, i - 1)], f"{tensor}_L{i}_{e}_trips")
+             for e in irrelevant]
+    total = enc.product(main, f"words_{tensor}_L{i}_all")
+
+    corrections: list[Q] = []
+    for e in irrelevant:
+        for j in range(1, i + 1):
+            step = count_step(enc, e, j)
+            if step.is_const and int(step.expr) == 0:
+                continue  # e's level-j loop never advances
+            factors = [step]
+            for d in relevant:
+                factors.append(enc.select(before(enc, j, d, e), small_sum(enc, d, fp[d], j, i),
+                                          small_sum(enc, d, fp[d], j - 1, i), f"{tensor}_L{i}_{d}_still"))
+            for g in irrelevant:
+                if g != e:
+                    factors.append(enc.select(before(enc, j, g, e), enc.count[(g, j)], enc.count[(g, j - 1)],
+                                              f"{tensor}_L{i}_{g}_ctx"))
+            c = enc.product(factors, f"reuse_{tensor}_L{i}_{e}{j}")
+            if j == i:
+                c = enc.select(in_prefix[e], c, Q.const(0), f"reuse_{tensor}_L{i}_{e}{j}_on")
+            corrections.append(c)
+
+    if corrections:
+        sub = enc.total(corrections)
+        result = Q(total.expr - sub.expr if not (total.is_const and sub.is_const) else int(total.expr) - int(sub.expr),
+                   max(0, total.lo - sub.hi), total.hi)
+    else:
+        result = total
+    if not result.is_const:
+        v = enc.model.new_int_var(result.lo, result.hi, f"words_{tensor}_L{i}")
+        enc.model.add(v == result.expr)
+        result = Q(v, result.lo, result.hi)
+    enc.words[key] = result
+    return result

@@ -1,0 +1,1 @@
+"""Running the solver: options, user constraints, the solve itself, and explanations."""

@@ -1,0 +1,80 @@
+"""Why a problem is infeasible: a core of requirement families, with their numbers.
+
+Each family of requirements (each level's capacity, each user constraint,
+the minimum utilization) is guarded by one literal; solved with those
+literals as assumptions and one worker, CP-SAT returns a subset that cannot
+hold together (``sufficient_assumptions_for_infeasibility``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ortools.sat.python import cp_model
+
+from mapsearch.errors import InfeasibleError
+from mapsearch.model.build import build
+from mapsearch.model.problem import Problem, footprint
+from mapsearch.solve.constraints import Constraints
+from mapsearch.solve.options import SolveOptions
+
+
+def explain_infeasible(p: Problem, constraints: Constraints, options: SolveOptions) -> InfeasibleError:
+    enc = build(p, constraints, options)
+    names = list(enc.guards)
+    enc.model.add_assumptions([enc.guards[n] for n in names])
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = max(1.0, options.time_limit)
+    status = solver.solve(enc.model)
+    if status != cp_model.INFEASIBLE:
+        return InfeasibleError("infeasible, but no conflicting set of requirements was isolated in time")
+    core_idx = set(solver.sufficient_assumptions_for_infeasibility())
+    core = tuple(n for n in names if enc.guards[n].index in core_idx)
+    details = [_detail(p, n) for n in core]
+    if constraints.tiles and _feasible_without_tile_limits(p, constraints, options):
+        core += ("user tile limits",)
+        details.append("the user's tile limits exclude the tiles that would fit")
+    text = " and ".join(core) if core else "the requirements"
+    extra = "; ".join(d for d in details if d)
+    return InfeasibleError(f"infeasible: {text} conflict" + (f": {extra}" if extra else ""), core)
+
+
+def _detail(p: Problem, guard: str) -> str:
+    if not guard.startswith("capacity of "):
+        return ""
+    name = guard[len("capacity of "):]
+    arch, w = p.architecture, p.workload
+    i = arch.index(name)
+    need = home_words_of(p, i)
+    parts = []
+    for t in w.tensor_names:
+        if p.home(t) < i and i == arch.depth - 1:
+            access = w.tensor(t)
+            smallest = math.prod(footprint(access, d, w)[0] + footprint(access, d, w)[1]
+                                 for d in w.dims if d in access.dims)
+            parts.append(f"{t} {smallest}")
+            need += smallest
+    homes = home_words_of(p, i)
+    what = f"the smallest tiles ({', '.join(parts)} words)" if parts else "what must be kept there"
+    if homes:
+        what += f" plus {homes} words of homes"
+    return f"{name} holds {arch.levels[i].capacity} words but {what} need {need}"
+
+
+def home_words_of(p: Problem, i: int) -> int:
+    return sum(p.workload.tensor_words(t) for t in p.workload.tensor_names if p.home(t) == i)
+
+
+def _feasible_without_tile_limits(p: Problem, constraints: Constraints, options: SolveOptions) -> bool:
+    relaxed = Constraints(constraints.name, (), constraints.orders, constraints.keep, constraints.stationary)
+    try:
+        enc = build(p, relaxed, options)
+    except InfeasibleError:
+        return False
+    for g in enc.guards.values():
+        enc.model.add(g == 1)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = max(1.0, options.time_limit)
+    return solver.solve(enc.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)

@@ -1,0 +1,167 @@
+"""Solve one einsum on one architecture: build, search in phases, decode, explain.
+
+The contract's objective is lexicographic. Phase 1 minimises the time; phase
+2 keeps the time at its optimum and minimises the words (hinted with phase
+1's schedule). Other objectives are one phase. ``status`` is ``OPTIMAL`` only
+when every phase proved optimality; otherwise ``FEASIBLE`` with the bound and
+gap of the phase that stopped short.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from mapsearch.errors import InfeasibleError, SolverTimeout
+from mapsearch.model.build import build
+from mapsearch.model.decode import decode
+from mapsearch.model.encoding import Encoding
+from mapsearch.model.problem import Problem
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.solve.binding import Binding, binding_report
+from mapsearch.solve.constraints import Constraints
+from mapsearch.solve.explain import explain_infeasible
+from mapsearch.solve.options import SolveOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str  # what was minimised
+    status: str
+    value: Fraction
+    bound: Fraction
+    seconds: float
+
+    @property
+    def gap(self) -> float:
+        return 0.0 if self.value == 0 else float(abs(self.value - self.bound) / abs(self.value))
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The mapping space the model covers, per dimension."""
+
+    chains: tuple[tuple[str, int, int], ...]  # (dim, chains kept, chains enumerated)
+    orders_per_level: int
+    reduced: bool  # outer levels drew from {ceil(E/n)} only (very large extents)
+    pinned: tuple[str, ...]  # held whole at every level (convolution filter dims)
+
+    @property
+    def size(self) -> int:
+        """Schedules in the family: tile chains x orders x keep choices (upper count)."""
+        return math.prod(raw for _, _, raw in self.chains) * self.orders_per_level
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    schedule: Schedule
+    status: str  # OPTIMAL or FEASIBLE
+    objective: str
+    phases: tuple[Phase, ...]
+    solve_seconds: float
+    binding: tuple[Binding, ...]
+    space: SearchSpace
+
+    @property
+    def objective_value(self) -> Fraction:
+        return self.phases[-1].value
+
+    @property
+    def objective_bound(self) -> Fraction:
+        return self.phases[-1].bound
+
+    @property
+    def gap(self) -> float:
+        return max(p.gap for p in self.phases)
+
+
+def _solver(options: SolveOptions, time_left: float) -> cp_model.CpSolver:
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = max(0.01, time_left)
+    s.parameters.num_workers = options.workers
+    s.parameters.random_seed = options.seed
+    if options.workers > 1:
+        s.parameters.interleave_search = True  # deterministic with several workers
+    return s
+
+
+_STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
+           cp_model.MODEL_INVALID: "MODEL_INVALID", cp_model.UNKNOWN: "UNKNOWN"}
+
+
+def _objectives(enc: Encoding, options: SolveOptions) -> list[tuple[str, object, int]]:
+    """(name, linear expression, scale to undo) per phase."""
+    if options.objective == "time":
+        return [("time", enc.time.expr, enc.scale), ("words", enc.words_total.expr, 1)]
+    if options.objective == "words":
+        return [("words", enc.words_total.expr, 1)]
+    if options.objective == "energy":
+        costs = dict(options.link_energy)
+        terms = [Fraction(costs.get(enc.problem.architecture.link_name(a), 1)) for a in enc.link_time]
+        k = math.lcm(*[c.denominator for c in terms + [Fraction(options.op_energy)]])
+        names = enc.problem.workload.tensor_names
+        expr = sum(int(c * k) * sum(enc.link_tensor_down[(t, a)].expr + enc.link_tensor_up[(t, a)].expr for t in names)
+                   for c, a in zip(terms, enc.link_time))
+        expr = expr + int(Fraction(options.op_energy) * k) * enc.calls.expr
+        return [("energy", expr, k)]
+    raise ValueError(f"unknown objective {options.objective!r}")
+
+
+def solve(problem: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> SolveResult:
+    """Find the best schedule; raises :class:`InfeasibleError` (with a core) or :class:`SolverTimeout`."""
+    start = time.perf_counter()
+    enc = build(problem, constraints, options)
+    for guard in enc.guards.values():
+        enc.model.add(guard == 1)
+    phases: list[Phase] = []
+    solver = None
+    for n, (name, expr, scale) in enumerate(_objectives(enc, options)):
+        enc.model.minimize(expr)
+        solver = _solver(options, options.time_limit - (time.perf_counter() - start))
+        t0 = time.perf_counter()
+        code = solver.solve(enc.model)
+        status = _STATUS[code]
+        log.info("phase %s: %s in %.3fs", name, status, time.perf_counter() - t0)
+        if status == "INFEASIBLE":
+            raise explain_infeasible(problem, constraints, options)
+        if status not in ("OPTIMAL", "FEASIBLE"):
+            if phases:
+                break  # keep the previous phase's schedule
+            raise SolverTimeout(
+                f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
+                f"{Fraction(int(solver.best_objective_bound), scale)}")
+        value = Fraction(int(round(solver.objective_value)), scale)
+        bound = Fraction(int(math.ceil(solver.best_objective_bound - 1e-9)), scale)
+        phases.append(Phase(name, status, value, bound, time.perf_counter() - t0))
+        schedule = decode(enc, solver)
+        if n + 1 < len(_objectives(enc, options)):
+            # Keep this phase's optimum (or best found) and hint its solution.
+            enc.model.add(expr <= int(round(solver.objective_value)))
+            enc.model.clear_hints()
+            for v in _decision_vars(enc):
+                enc.model.add_hint(v, solver.value(v))
+    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
+    return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
+                       binding_report(schedule), search_space(enc))
+
+
+def _decision_vars(enc: Encoding) -> list:
+    out = [v for v in enc.choice.values() if not isinstance(v, int)]
+    out += [v for v in enc.kept.values() if not isinstance(v, bool)]
+    out += [v for v in enc.before.values() if isinstance(v, cp_model.IntVar)]
+    return out
+
+
+def search_space(enc: Encoding) -> SearchSpace:
+    p = enc.problem
+    orders = math.factorial(len(p.workload.dims) - len(enc.pinned)) ** p.depth
+    keeps = 2 ** sum(1 for v in enc.kept.values() if not isinstance(v, bool))
+    return SearchSpace(tuple((d, len(c), c.raw_count) for d, c in enc.chains.items()), orders * keeps,
+                       any(c.reduced for c in enc.chains.values()), tuple(sorted(enc.pinned)))

@@ -1,0 +1,205 @@
+"""The ``mapsearch`` command.
+
+    mapsearch solve WORKLOAD.yaml ARCH.yaml [-c CONSTRAINTS] [--objective ...]
+                    [--time-limit S] [-o SCHEDULE.json] [--json]
+    mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
+
+Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``)
+or the data check failed; 2 bad input or any other deliberate error
+(:class:`~mapsearch.errors.MapsearchError`), printed as one line
+``mapsearch: <message>`` without a traceback unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+from fractions import Fraction
+from typing import Any, Sequence
+
+from mapsearch import __version__
+from mapsearch.errors import MapsearchError
+
+log = logging.getLogger("mapsearch")
+
+REPLAY_MODES = ("count", "data", "events")
+
+
+# --------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------
+
+
+def _replay_module() -> Any:
+    try:
+        replay_module = importlib.import_module("mapsearch.sim.replay")
+    except ModuleNotFoundError as e:
+        if e.name in ("mapsearch.sim", "mapsearch.sim.replay"):
+            raise MapsearchError("the replay is not available in this build (mapsearch.sim.replay is missing)") from e
+        raise
+    return replay_module
+
+
+def _run_replay(schedule: Any, mode: str | None) -> tuple[Any, str]:
+    """Replay in ``mode``; with no mode, 'count' where the simulator has it, else 'events'."""
+    module = _replay_module()
+    if mode is not None:
+        return module.replay(schedule, mode=mode), mode
+    try:
+        return module.replay(schedule, mode="count"), "count"
+    except (NotImplementedError, ValueError, ModuleNotFoundError) as e:
+        # Only "count is not there (yet)" falls back; any other error is real.
+        missing_module = isinstance(e, ModuleNotFoundError) and (e.name or "").startswith("mapsearch.sim")
+        unknown_mode = isinstance(e, ValueError) and "mode" in str(e).lower()
+        if not (missing_module or unknown_mode or isinstance(e, NotImplementedError)):
+            raise
+        log.debug("count mode unavailable (%s); replaying in events mode", e)
+        return module.replay(schedule, mode="events"), "events"
+
+
+def _plain(value: object) -> object:
+    """A JSON-ready copy of a figure value (Fractions as 'a/b' text, tuples as lists)."""
+    if isinstance(value, Fraction):
+        return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from mapsearch.report.json_report import report_dict
+    from mapsearch.report.text import render_text
+    from mapsearch.schedule.figures import differences
+    from mapsearch.schedule.json_io import load_schedule
+
+    schedule = load_schedule(args.schedule)
+    if args.check and schedule.predicted is None:
+        raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
+    result, mode = _run_replay(schedule, args.mode)
+    figures = result.figures
+    data_ok = getattr(result, "data_ok", None)
+    max_abs_error = getattr(result, "max_abs_error", None)
+
+    mismatches = differences(schedule.predicted, figures) if args.check else []
+    if args.json:
+        out = report_dict(figures, schedule.architecture, data_ok=data_ok, max_abs_error=max_abs_error)
+        out = {"schedule": str(args.schedule), "mode": mode, **out}
+        if args.check:
+            out["check"] = {
+                "ok": not mismatches,
+                "mismatches": [{"field": f, "predicted": _plain(p), "replayed": _plain(r)} for f, p, r in mismatches],
+            }
+        print(json.dumps(out, indent=2))
+    else:
+        title = f"{schedule.workload.name} on {schedule.architecture.name}: replay of {args.schedule} ({mode} mode)"
+        print(render_text(figures, schedule.architecture, title=title, data_ok=data_ok, max_abs_error=max_abs_error), end="")
+        if args.check and not mismatches:
+            print("check: the replay matches the predicted figures")
+
+    status = 0
+    for field, predicted, replayed in mismatches:
+        print(f"mapsearch: replay mismatch in {field}: predicted {_plain(predicted)}, replayed {_plain(replayed)}", file=sys.stderr)
+        status = 1
+    if data_ok is False:
+        err = "" if max_abs_error is None else f" (max abs error {max_abs_error:.3g})"
+        print(f"mapsearch: data check failed: the replayed output differs from the reference{err}", file=sys.stderr)
+        status = 1
+    return status
+
+
+# --------------------------------------------------------------------------
+# solve (implemented in mapsearch.solve.cli_solve)
+# --------------------------------------------------------------------------
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    """Hand over to ``mapsearch.solve.cli_solve.run(args)``; its return value is the exit code."""
+    try:
+        cli_solve = importlib.import_module("mapsearch.solve.cli_solve")
+    except ModuleNotFoundError as e:
+        if e.name in ("mapsearch.solve", "mapsearch.solve.cli_solve"):
+            raise MapsearchError("the solve subcommand is not available in this build (mapsearch.solve.cli_solve is missing)") from e
+        raise
+    code = cli_solve.run(args)
+    return 0 if code is None else int(code)
+
+
+# --------------------------------------------------------------------------
+# The parser and main.
+# --------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mapsearch",
+        description="Optimal schedules (tilings, loop orders, residency) of einsums on memory hierarchies, and their replay.",
+    )
+    parser.add_argument("--version", action="version", version=f"mapsearch {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    # Subcommands accept --debug too; SUPPRESS keeps one given before the subcommand.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks and debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    solve = sub.add_parser(
+        "solve",
+        parents=[common],
+        help="find an optimal schedule of a workload on an architecture",
+        description="Find an optimal schedule (default objective: the shortest time, then the fewest words).",
+    )
+    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
+    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file")
+    solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
+    solve.add_argument("--objective", metavar="OBJECTIVE", help="what to optimize (default: time, then words)")
+    solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds")
+    solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here")
+    solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    solve.set_defaults(func=_cmd_solve)
+
+    replay = sub.add_parser(
+        "replay",
+        parents=[common],
+        help="replay a schedule in the explicit-cache simulator and report its figures",
+        description="Replay a schedule file and report what the simulator counts.",
+    )
+    replay.add_argument("schedule", metavar="SCHEDULE.json", help="schedule file (as written by solve -o)")
+    replay.add_argument("--check", action="store_true", help="compare with the schedule's predicted figures; exit 1 on a mismatch")
+    replay.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    replay.add_argument(
+        "--mode",
+        metavar="MODE",
+        help="one of " + "|".join(REPLAY_MODES) + " (or another mode the simulator lists): count: words and calls "
+        "only; data: also compute with real data and check the result; events: walk every load/store/run event "
+        "in the explicit-cache simulator (default: count where available, else events)",
+    )
+    replay.set_defaults(func=_cmd_replay)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="mapsearch: %(levelname)s: %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return args.func(args)
+    except MapsearchError as e:
+        if debug:
+            raise
+        message = " ".join(str(e).split()) or type(e).__name__
+        print(f"mapsearch: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mapsearch: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""Schedule files: a versioned, self-contained JSON format, read in steps.
+
+A schedule file embeds everything needed to replay it::
+
+    {
+      "format": "mapsearch-schedule", "version": 1,
+      "workload": {"name": ..., "einsum": "Z[m,n] += A[m,k] * B[k,n]", "extents": {"m": 4, ...}},
+      "architecture": {... as in the architecture YAML ...},
+      "levels": [                                  # outermost first, one per level
+        {"name": "L1", "tile": {"m": 4, "n": 4, "k": 4}, "order": [], "keep": []},
+        {"name": "L0", "tile": {"m": 2, "n": 2, "k": 2}, "order": ["m", "n", "k"], "keep": ["A", "B", "Z"]}
+      ],
+      "homes": {"A": "L1", "B": "L1", "Z": "L1"},
+      "predicted": {                               # optional: the solver's figures
+        "links": [{"name": "L1->L0", "words_down": 64, "words_up": 16, "time": 80,
+                   "tensors": {"A": {"words_down": 32, "words_up": 0}, ...}}],
+        "op_calls": 64, "compute_time": 64, "macs": 64, "block_macs": 1,
+        "occupancy": {"L1": 48, "L0": 12}
+      }
+    }
+
+Exact numbers (times, clocks per word) are ints when integral, else ``"a/b"``.
+Reading validates the raw JSON against ``schedule.schema.json``, builds the
+objects, then checks the rules of :mod:`mapsearch.schedule.legality`; every
+error is one :class:`~mapsearch.errors.SpecError` line naming the JSON path,
+e.g. ``s.json: levels[1].tile.m: expected 1 <= tile <= 4 (the parent tile), got 9``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.legality import violations
+from mapsearch.schedule.schedule import LevelMapping, Schedule
+from mapsearch.spec.load import (
+    _architecture,
+    _note,
+    _workload,
+    architecture_to_dict,
+    fraction_from_json,
+    fraction_to_json,
+    join_path,
+    read_text,
+    validate_against,
+    workload_to_dict,
+)
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "SCHEMA_PATH",
+    "schedule_to_dict",
+    "schedule_from_dict",
+    "figures_to_dict",
+    "figures_from_dict",
+    "dumps_schedule",
+    "save_schedule",
+    "load_schedule",
+]
+
+FORMAT = "mapsearch-schedule"
+VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schedule.schema.json"
+
+
+# --------------------------------------------------------------------------
+# Writing.
+# --------------------------------------------------------------------------
+
+
+def figures_to_dict(figures: Figures) -> dict[str, Any]:
+    """Figures in the ``predicted`` format (exact numbers, order kept)."""
+    return {
+        "links": [
+            {
+                "name": link.name,
+                "words_down": link.words_down,
+                "words_up": link.words_up,
+                "time": fraction_to_json(link.time),
+                "tensors": {t.tensor: {"words_down": t.words_down, "words_up": t.words_up} for t in link.tensors},
+            }
+            for link in figures.links
+        ],
+        "op_calls": figures.op_calls,
+        "compute_time": fraction_to_json(figures.compute_time),
+        "macs": figures.macs,
+        "block_macs": figures.block_macs,
+        "occupancy": {level: words for level, words in figures.occupancy},
+    }
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    """The schedule as a JSON-ready dict in the version-1 format."""
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "workload": workload_to_dict(schedule.workload),
+        "architecture": architecture_to_dict(schedule.architecture),
+        "levels": [
+            {
+                "name": lm.level,
+                "tile": {d: t for d, t in lm.tile},
+                "order": list(lm.order),
+                "keep": sorted(lm.keep),
+            }
+            for lm in schedule.levels
+        ],
+        "homes": {t: level for t, level in schedule.homes},
+    }
+    if schedule.predicted is not None:
+        out["predicted"] = figures_to_dict(schedule.predicted)
+    return out
+
+
+def _pretty(value: Any, indent: int = 0, width: int = 100) -> str:
+    """Indented JSON whose small flat objects and lists stay on one line."""
+    flat = json.dumps(value, separators=(", ", ": "))
+    nested = isinstance(value, (dict, list)) and any(
+        isinstance(v, (dict, list)) and v for v in (value.values() if isinstance(value, dict) else value)
+    )
+    if not isinstance(value, (dict, list)) or (not nested and indent + len(flat) <= width):
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k)}: {_pretty(v, indent + 2, width)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    items = [f"{pad}{_pretty(v, indent + 2, width)}" for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def dumps_schedule(schedule: Schedule) -> str:
+    """The schedule file's text: indented JSON, small parts on one line, final newline."""
+    return _pretty(schedule_to_dict(schedule)) + "\n"
+
+
+def save_schedule(schedule: Schedule, path: str | Path) -> None:
+    """Write the schedule to ``path`` atomically.
+
+    The text is made first, then written to a temporary file beside ``path``
+    and renamed over it, so an error never leaves a partial schedule file.
+    """
+    text = dumps_schedule(schedule)
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise _note(str(path), "", f"cannot write: {e.strerror or e}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise _note(str(path), "", f"cannot write: {e.strerror or e}") from None
+        raise
+
+
+# --------------------------------------------------------------------------
+# Reading.
+# --------------------------------------------------------------------------
+
+
+def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predicted") -> Figures:
+    """Build :class:`Figures` from data already valid against the schema's ``figures``."""
+    links = []
+    for i, raw in enumerate(data["links"]):
+        tensors = tuple(
+            TensorTraffic(name, int(t["words_down"]), int(t["words_up"])) for name, t in (raw.get("tensors") or {}).items()
+        )
+        time = fraction_from_json(raw["time"], source, join_path(["links", i, "time"], prefix), nonnegative=True)
+        links.append(LinkFigures(raw["name"], int(raw["words_down"]), int(raw["words_up"]), time, tensors))
+    return Figures(
+        links=tuple(links),
+        op_calls=int(data["op_calls"]),
+        compute_time=fraction_from_json(data["compute_time"], source, join_path(["compute_time"], prefix), nonnegative=True),
+        macs=int(data["macs"]),
+        block_macs=int(data["block_macs"]),
+        occupancy=tuple((level, int(words)) for level, words in data["occupancy"].items()),
+    )
+
+
+def _raise_violation(text: str, source: str) -> None:
+    """A legality message ``'levels[1].tile.m: expected ...'`` as a SpecError on ``source``."""
+    field, sep, detail = text.partition(": ")
+    if not sep or " " in field:
+        raise _note(source, "", text)
+    raise _note(source, field, detail)
+
+
+def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> None:
+    """Unknown dimensions and tensors named at their exact JSON path."""
+    dims = schedule.workload.dims
+    tensors = schedule.workload.tensor_names
+    for i, raw in enumerate(data["levels"]):
+        for d in raw["tile"]:
+            if d not in dims:
+                raise _note(source, join_path(["levels", i, "tile", d]), f"unknown dimension; expected one of {', '.join(dims)}")
+        for j, d in enumerate(raw["order"]):
+            if d not in dims:
+                raise _note(source, f"levels[{i}].order[{j}]", f"unknown dimension {d!r}; expected one of {', '.join(dims)}")
+        if len(set(raw["order"])) != len(raw["order"]):
+            raise _note(source, f"levels[{i}].order", f"a dimension appears twice in {raw['order']}")
+        for j, t in enumerate(raw["keep"]):
+            if t not in tensors:
+                raise _note(source, f"levels[{i}].keep[{j}]", f"unknown tensor {t!r}; expected one of {', '.join(tensors)}")
+
+
+def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
+    """Validate raw data (as read from JSON) and build a legal :class:`Schedule`.
+
+    Raises a one-line SpecError naming ``source`` and the JSON path of the
+    first problem: schema violations, bad specs, unknown names, then the
+    legality rules (tiles within their parent tile, orders that are
+    permutations, residency below the home, one mapping per level).
+    """
+    validate_against(data, SCHEMA_PATH, source)
+    assert isinstance(data, Mapping)
+    workload = _workload(data["workload"], source, "workload")
+    architecture = _architecture(data["architecture"], source, "architecture")
+    levels = tuple(
+        LevelMapping(
+            level=raw["name"],
+            tile=tuple((d, int(t)) for d, t in raw["tile"].items()),
+            order=tuple(raw["order"]),
+            keep=frozenset(raw["keep"]),
+        )
+        for raw in data["levels"]
+    )
+    homes = tuple((t, level) for t, level in data["homes"].items())
+    predicted = figures_from_dict(data["predicted"], source) if "predicted" in data else None
+    schedule = Schedule(workload, architecture, levels, homes, predicted)
+    found = violations(schedule)
+    if not found or not found[0].startswith("levels:"):
+        # Shape first (one mapping per level); then names, which give exact paths.
+        _check_names(data, schedule, source)
+    if found:
+        _raise_violation(found[0], source)
+    if predicted is not None:
+        _check_predicted_names(predicted, schedule, source)
+    return schedule
+
+
+def _check_predicted_names(predicted: Figures, schedule: Schedule, source: str) -> None:
+    arch = schedule.architecture
+    link_names = arch.link_names
+    for i, link in enumerate(predicted.links):
+        if link.name not in link_names:
+            raise _note(source, f"predicted.links[{i}].name", f"unknown link {link.name!r}; expected one of {', '.join(link_names)}")
+        for t in link.tensors:
+            if t.tensor not in schedule.workload.tensor_names:
+                raise _note(source, join_path(["predicted", "links", i, "tensors", t.tensor]), "unknown tensor")
+    for level, _ in predicted.occupancy:
+        if level not in arch.level_names:
+            raise _note(source, join_path(["predicted", "occupancy", level]), f"unknown level; expected one of {', '.join(arch.level_names)}")
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read and check a schedule file written by :func:`save_schedule`."""
+    source = str(path)
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _note(source, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+    return schedule_from_dict(data, source)
+

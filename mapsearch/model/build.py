@@ -48,6 +48,9 @@ def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, Di
                     continue
                 lo, hi = bounds[j - 1]
                 bounds[j - 1] = (max(lo, lim.lo), min(hi, lim.hi))
+        if d not in pinned:
+            lo, hi = bounds[J - 1]
+            bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
         fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims}))
         chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned)
         if len(chains) == 0:
@@ -55,6 +58,33 @@ def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, Di
                                   ("user tile limits",))
         out[d] = chains
     return out, pinned
+
+
+def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
+    """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
+
+    For such a tensor ``X``: ``f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e) <= capacity - homes``.
+    """
+    w, arch = p.workload, p.architecture
+    J = p.depth
+    cap = arch.levels[J].capacity
+    if cap is None:
+        return w.extent[d]
+    room = cap - sum(w.tensor_words(t) for t in w.tensor_names if p.home(t) == J)
+    best = w.extent[d]
+    pinned = pinned_dims(w)
+    for t in w.tensors:
+        if d not in t.dims or p.home(t.name) == J:
+            continue
+        others = 1
+        for e in t.dims:
+            if e != d:
+                alpha, beta = footprint(t, e, w)
+                others *= alpha * (w.extent[e] if e in pinned else bounds_of(e)) + beta
+        alpha, beta = footprint(t, d, w)
+        if alpha > 0:
+            best = min(best, max(1, (room // max(1, others) - beta) // alpha))
+    return best
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> Encoding:

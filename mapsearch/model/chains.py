@@ -210,7 +210,7 @@ def _prune(q: dict, raw: int, reduced: bool) -> DimChains:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    idx = order[keep]
+    idx = _dominate_by_stillness(q, order[keep])
     return DimChains(
         extent=q["extent"],
         depth=depth,
@@ -222,6 +222,39 @@ def _prune(q: dict, raw: int, reduced: bool) -> DimChains:
         raw_count=raw,
         reduced=reduced,
     )
+
+
+def _dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
+    """Among chains with equal counts, sums and calls, drop those another beats on stillness and extents.
+
+    The "still" sums ``W`` only ever enter the words subtracted, as factors of
+    non-negative products (``traffic``), so with everything else equal a
+    chain with componentwise larger ``W`` and no larger extents is at least
+    as good in every objective and constraint.
+    """
+    if not any(q["small"][f] for f in q["small"]):
+        return idx
+    exact = np.concatenate([q["counts"][idx]] + [q["sums"][f][idx] for f in sorted(q["sums"])]
+                           + [q["calls"][idx][:, None]], axis=1)
+    still = np.concatenate([np.stack([q["small"][f][k][idx] for k in sorted(q["small"][f])], axis=1)
+                            for f in sorted(q["small"]) if q["small"][f]], axis=1)
+    tiles = q["tiles"][idx]
+    _, group = np.unique(exact, axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    survivors = []
+    for members in np.split(order, bounds):
+        if members.size == 1:
+            survivors.append(members)
+            continue
+        w, t = still[members], tiles[members]
+        # beats[a, b]: a is at least as still and no larger than b, and differs from it
+        ge = np.all(w[:, None, :] >= w[None, :, :], axis=2) & np.all(t[:, None, :] <= t[None, :, :], axis=2)
+        strict = np.any(w[:, None, :] != w[None, :, :], axis=2) | np.any(t[:, None, :] != t[None, :, :], axis=2)
+        beaten = np.any(ge & strict, axis=0)
+        survivors.append(members[~beaten])
+    return idx[np.sort(np.concatenate(survivors))]
 
 
 def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:

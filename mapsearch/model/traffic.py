@@ -85,7 +85,9 @@ def region_words(enc: Encoding, tensor: str, i: int) -> Q:
     else:
         result = total
     if not result.is_const:
-        v = enc.model.new_int_var(result.lo, result.hi, f"words_{tensor}_L{i}")
+        # Every region is visited, so a tensor with plain axes moves at least its own size.
+        floor = w.tensor_words(tensor) if all(ix.is_plain for ix in access.indices) else 0
+        v = enc.model.new_int_var(max(result.lo, floor), max(result.hi, floor), f"words_{tensor}_L{i}")
         enc.model.add(v == result.expr)
         result = Q(v, result.lo, result.hi)
     enc.words[key] = result

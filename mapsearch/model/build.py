@@ -16,7 +16,7 @@ from mapsearch.errors import InfeasibleError
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
 from mapsearch.model.encoding import Encoding, Q
-from mapsearch.model.order import add_orders
+from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
 from mapsearch.model.tiles import add_tile_choices
@@ -99,6 +99,8 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     # A dimension whose innermost tile is whole in every chain never advances: no order literal.
     active = tuple(d for d in p.workload.dims if int(chains[d].counts[:, -1].max()) > 1)
     add_orders(enc, active)
+    fixed_levels = frozenset(resolve_level(level, arch, "constraints", "orders") for level, _ in constraints.orders)
+    add_canonical_trivial_loops(enc, active, fixed_levels)
     forced = {}
     for level, tensor, flag in constraints.keep:
         forced[(resolve_tensor(tensor, p.workload, "constraints", "keep"), resolve_level(level, arch, "constraints", "keep"))] = flag

@@ -43,6 +43,37 @@ def _fixed(d: str, e: str, active: tuple[str, ...], dims: tuple[str, ...]) -> bo
     return dims.index(d) < dims.index(e)
 
 
+def add_canonical_trivial_loops(enc: Encoding, active: tuple[str, ...], skip_levels: frozenset[int] = frozenset()) -> None:
+    """A loop with one trip in every context may stand anywhere; put it outermost, in dimension order.
+
+    ``single[j, d]`` holds when ``N_j[d] == N_{j-1}[d]`` (every parent piece
+    gives one level-``j`` piece). Moving such a loop changes no visit, so
+    fixing its place removes equivalent branches and loses no schedule:
+
+        single[j,d] and not single[j,e]          -> before[j,d,e]
+        single[j,d] and single[j,e] and d < e    -> before[j,d,e]
+    """
+    from mapsearch.model.tiles import single_trip
+
+    for j in range(1, enc.problem.depth + 1):
+        if j in skip_levels:
+            continue  # the user fixed this level's order; keep it as written
+        single = {d: single_trip(enc, d, j) for d in active}
+        for a, d in enumerate(active):
+            for b, e in enumerate(active):
+                if d == e:
+                    continue
+                lit = enc.before[(j, d, e)]
+                if single[d] is False:
+                    continue
+                cond = [single[d]] if single[d] is not True else []
+                if a < b:
+                    enc.model.add_bool_or([lit]).only_enforce_if(cond) if cond else enc.model.add_bool_or([lit])
+                elif single[e] is not True:
+                    enc.model.add_bool_or([lit, single[e]] if single[e] is not False else [lit]).only_enforce_if(cond) \
+                        if cond else enc.model.add_bool_or([lit, single[e]] if single[e] is not False else [lit])
+
+
 def before(enc: Encoding, j: int, d: str, e: str) -> Literal:
     return enc.before[(j, d, e)]
 

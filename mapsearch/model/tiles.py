@@ -71,3 +71,18 @@ def whole_at(enc: Encoding, d: str, j: int) -> Q:
 def calls_along(enc: Encoding, d: str) -> Q:
     """``sum over innermost pieces x of ceil(x / b_d)``."""
     return enc.lookup(d, enc.chains[d].calls, "calls")
+
+
+def single_trip(enc: Encoding, d: str, j: int):
+    """Literal: the level-``j`` loop over ``d`` has one trip in every context (``N_j == N_{j-1}``)."""
+    key = ("single", d, j)
+    if key not in enc.cache:
+        c = enc.chains[d].counts
+        flags = (c[:, j] == c[:, j - 1]).astype(int)
+        if flags.min() == flags.max():
+            enc.cache[key] = bool(flags[0])
+        else:
+            lit = enc.model.new_bool_var(f"single_trip_{d}_L{j}")
+            enc.model.add_element(enc.choice[d], flags.tolist(), lit)
+            enc.cache[key] = lit
+    return enc.cache[key]

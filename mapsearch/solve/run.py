@@ -119,41 +119,97 @@ def _objectives(enc: Encoding, options: SolveOptions) -> list[tuple[str, object,
 
 
 def solve(problem: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> SolveResult:
-    """Find the best schedule; raises :class:`InfeasibleError` (with a core) or :class:`SolverTimeout`."""
+    """Find the best schedule; raises :class:`InfeasibleError` (with a core) or :class:`SolverTimeout`.
+
+    Each phase first solves the same model restricted to a coarse subset of
+    tile chains (:func:`coarse_chains`), which finds a good schedule in a
+    fraction of the time, and hints the full model with it. When the coarse
+    schedule already reaches a proven lower bound (the time can never be
+    below the fewest op calls' compute time), the full phase is skipped.
+    """
     start = time.perf_counter()
     enc = build(problem, constraints, options)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
     phases: list[Phase] = []
-    solver = None
-    for n, (name, expr, scale) in enumerate(_objectives(enc, options)):
+    schedule = None
+    objectives = _objectives(enc, options)
+    for n, (name, expr, scale) in enumerate(objectives):
         enc.model.minimize(expr)
-        solver = _solver(options, options.time_limit - (time.perf_counter() - start))
         t0 = time.perf_counter()
-        code = solver.solve(enc.model)
-        status = _STATUS[code]
+        hint = _coarse_solution(enc, options, options.time_limit - (t0 - start))
+        floor = _floor(enc, name)
+        if hint is not None and floor is not None and hint[0] == floor:
+            value = bound = hint[0]
+            status, solver = "OPTIMAL", hint[1]
+        else:
+            if hint is not None:
+                _hint(enc, hint[1])
+            solver = _solver(options, options.time_limit - (time.perf_counter() - start))
+            status = _STATUS[solver.solve(enc.model)]
+            if status == "INFEASIBLE":
+                raise explain_infeasible(problem, constraints, options)
+            if status not in ("OPTIMAL", "FEASIBLE"):
+                if phases:
+                    break  # keep the previous phase's schedule
+                raise SolverTimeout(
+                    f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
+                    f"{Fraction(int(solver.best_objective_bound), scale)}")
+            value = int(round(solver.objective_value))
+            bound = int(math.ceil(solver.best_objective_bound - 1e-9))
         log.info("phase %s: %s in %.3fs", name, status, time.perf_counter() - t0)
-        if status == "INFEASIBLE":
-            raise explain_infeasible(problem, constraints, options)
-        if status not in ("OPTIMAL", "FEASIBLE"):
-            if phases:
-                break  # keep the previous phase's schedule
-            raise SolverTimeout(
-                f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
-                f"{Fraction(int(solver.best_objective_bound), scale)}")
-        value = Fraction(int(round(solver.objective_value)), scale)
-        bound = Fraction(int(math.ceil(solver.best_objective_bound - 1e-9)), scale)
-        phases.append(Phase(name, status, value, bound, time.perf_counter() - t0))
+        phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0))
         schedule = decode(enc, solver)
-        if n + 1 < len(_objectives(enc, options)):
-            # Keep this phase's optimum (or best found) and hint its solution.
-            enc.model.add(expr <= int(round(solver.objective_value)))
-            enc.model.clear_hints()
-            for v in _decision_vars(enc):
-                enc.model.add_hint(v, solver.value(v))
+        if n + 1 < len(objectives):
+            enc.model.add(expr <= value)  # keep this phase's optimum (or best found)
+            _hint(enc, solver)
     status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
                        binding_report(schedule), search_space(enc))
+
+
+def coarse_chains(extent: int, tiles) -> list[int]:
+    """Rows of chains whose extents are all powers of two, ``ceil(E / 2**k)`` or ``E``."""
+    import numpy as np
+
+    values = {extent}
+    k = 1
+    while k <= extent:
+        values.update((k, -(-extent // k)))
+        k *= 2
+    return np.flatnonzero(np.all(np.isin(tiles, sorted(values)), axis=1)).tolist()
+
+
+def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
+    """``(objective value, solver)`` of the model restricted to coarse chains, or None."""
+    model = enc.model.clone()
+    for d, var in enc.choice.items():
+        if isinstance(var, int):
+            continue
+        rows = coarse_chains(enc.chains[d].extent, enc.chains[d].tiles)
+        if not rows:
+            return None
+        model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
+    solver = _solver(options, min(time_left, max(0.05, time_left / 4)))
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return int(round(solver.objective_value)), solver
+
+
+def _floor(enc: Encoding, name: str) -> int | None:
+    """A proven lower bound on the phase's objective, where one is known."""
+    if name != "time":
+        return None
+    import numpy as np
+
+    fewest_calls = math.prod(int(np.min(c.calls)) for c in enc.chains.values())
+    return fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale)
+
+
+def _hint(enc: Encoding, solver: cp_model.CpSolver) -> None:
+    enc.model.clear_hints()
+    for v in _decision_vars(enc):
+        enc.model.add_hint(v, solver.value(v))
 
 
 def _decision_vars(enc: Encoding) -> list:

@@ -68,31 +68,13 @@ REJECTED = {
     ("tile-limits-example", "conv"): "tiles.innermost.m",
 }
 
-# The solver's stationarity constraint (mapsearch/model/user.py) counts a loop
-# with a single trip as an inner loop, so it accepts schedules whose innermost
-# *advancing* loop indexes the stationary tensor. Reduced case:
-# test_stationary_minimal_reproducer below.
-STATIONARY_BUG = ("solver bug: `stationary` is satisfied by a single-trip loop placed innermost "
-                  "(mapsearch/model/user.py uses dims that advance in *some* chain, not in the chosen one); "
-                  "the schedule's innermost advancing loop indexes the stationary tensor")
-OBEY_XFAIL = {
-    ("weight-stationary", "matmul"),
-    ("input-stationary", "matmul"),
-    ("input-stationary", "conv"),
-    ("input-stationary", "conv-gemm"),
-    ("weight-stationary", "conv"),
-    ("weight-stationary", "conv-gemm"),
-}
-
-
-def _cases(xfail: set[tuple[str, str]] = frozenset()):
+def _cases():
     out = []
     for preset in PRESET_NAMES:
         for wname in WORKLOADS:
             if (preset, wname) in REJECTED:
                 continue
-            marks = [pytest.mark.xfail(strict=True, reason=STATIONARY_BUG)] if (preset, wname) in xfail else []
-            out.append(pytest.param(preset, wname, id=f"{preset}-{wname}", marks=marks))
+            out.append(pytest.param(preset, wname, id=f"{preset}-{wname}"))
     return out
 
 
@@ -185,7 +167,7 @@ def test_preset_solves_replays_and_costs_no_less(name, wname):
     assert lex(result) >= lex(unconstrained(wname))
 
 
-@pytest.mark.parametrize(("name", "wname"), _cases(OBEY_XFAIL))
+@pytest.mark.parametrize(("name", "wname"), _cases())
 def test_schedule_obeys_preset(name, wname):
     c = preset(name)
     w = WORKLOADS[wname]
@@ -213,9 +195,8 @@ def test_fixed_order_binds_on_the_matmul():
     assert order == [d for d in ("m", "n", "k") if d in order]
 
 
-@pytest.mark.xfail(strict=True, reason=STATIONARY_BUG)
 def test_stationary_minimal_reproducer():
-    """Smallest case found: Z[m,n] += A[m,k]*B[k,n], M=1, N=2, K=2, two levels (L0 holds 6 words).
+    """Regression (stationarity once counted a single-trip loop as inner). Smallest case found: Z[m,n] += A[m,k]*B[k,n], M=1, N=2, K=2, two levels (L0 holds 6 words).
 
     With ``stationary: [{tensor: output, level: innermost}]`` the solver returns
     L0 tiles m=1, n=1, k=2 with order (n, k, m): k has one trip (2 of 2) and m

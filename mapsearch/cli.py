@@ -1,13 +1,17 @@
 """The ``mapsearch`` command.
 
-    mapsearch solve WORKLOAD.yaml ARCH.yaml [-c CONSTRAINTS] [--objective ...]
-                    [--time-limit S] [-o SCHEDULE.json] [--json]
+    mapsearch solve WORKLOAD.yaml ARCH.yaml [-c CONSTRAINTS] [--objective time|words|energy]
+                    [--time-limit S] [-o SCHEDULE.json] [--json] [--min-utilization U]
+                    [--workers N] [--seed N] [--replay-mode count|events|data]
+                    [--link-energy NAME=COST ...] [--op-energy X]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
 
-Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``)
-or the data check failed; 2 bad input or any other deliberate error
+Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``,
+and always after ``solve``) or the data check failed; 2 bad input, an
+infeasible problem or any other deliberate error
 (:class:`~mapsearch.errors.MapsearchError`), printed as one line
-``mapsearch: <message>`` without a traceback unless ``--debug`` is given.
+``mapsearch: <message>`` without a traceback unless ``--debug`` is given;
+3 ``solve`` found no schedule within its time limit.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from mapsearch.errors import MapsearchError
 log = logging.getLogger("mapsearch")
 
 REPLAY_MODES = ("count", "data", "events")
+# Listed in the solve help; mapsearch.solve.cli_solve checks the values (one-line error, exit 2).
+SOLVE_OBJECTIVES = ("time", "words", "energy")
+SOLVE_REPLAY_MODES = ("count", "events", "data")
 
 
 # --------------------------------------------------------------------------
@@ -148,15 +155,46 @@ def build_parser() -> argparse.ArgumentParser:
         "solve",
         parents=[common],
         help="find an optimal schedule of a workload on an architecture",
-        description="Find an optimal schedule (default objective: the shortest time, then the fewest words).",
+        description="Find an optimal schedule (default objective: the shortest time, then the fewest words), "
+        "replay it in the simulator and check that the replay agrees with the prediction.",
+        epilog="exit codes: 0 ok; 1 replay mismatch (REPLAY MISMATCH: the replayed figures differ from the "
+        "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
+        "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
-    solve.add_argument("--objective", metavar="OBJECTIVE", help="what to optimize (default: time, then words)")
-    solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds")
-    solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here")
+    solve.add_argument(
+        "--objective",
+        metavar="OBJECTIVE",
+        help="one of " + "|".join(SOLVE_OBJECTIVES) + ": time (default): the shortest time, then the fewest words; "
+        "words: the fewest words; energy: sum of per-link word costs (--link-energy) plus --op-energy per op call",
+    )
+    solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds (default 60)")
+    solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    solve.add_argument(
+        "--min-utilization",
+        metavar="U",
+        help="require utilization >= U (a number in (0, 1]: 0.8, 4/5); for --objective words or energy",
+    )
+    solve.add_argument("--workers", metavar="N", type=int, help="CP-SAT workers (default 1; any N is deterministic for a fixed --seed)")
+    solve.add_argument("--seed", metavar="N", type=int, help="CP-SAT random seed (default 0)")
+    solve.add_argument(
+        "--replay-mode",
+        metavar="MODE",
+        default="count",
+        help="one of " + "|".join(SOLVE_REPLAY_MODES) + ": how the solved schedule is replayed before it is "
+        "reported (default count; data also computes with real values and checks the result against numpy)",
+    )
+    solve.add_argument(
+        "--link-energy",
+        metavar="NAME=COST",
+        action="append",
+        default=[],
+        help="energy per word on a link, e.g. 'L1->L0=1/2' (repeatable; links not given cost 1); for --objective energy",
+    )
+    solve.add_argument("--op-energy", metavar="X", help="energy per op call (default 0); for --objective energy")
     solve.set_defaults(func=_cmd_solve)
 
     replay = sub.add_parser(

@@ -1,0 +1,285 @@
+"""The report of a solve: what was solved, how well, the schedule, and its replay.
+
+:func:`render_solve_text` gives the readable report printed by ``mapsearch
+solve``; :func:`solve_report_dict` the JSON-ready one (``--json``). Both take
+the :class:`~mapsearch.solve.run.SolveResult` and the
+:class:`~mapsearch.sim.counters.ReplayResult` of its schedule, and only
+build text or data: the CLI prints.
+
+The text report has, in order: the problem, the status (a FEASIBLE result,
+stopped by the time limit, says so in capitals with its bound and gap), the
+phases, the search space, the schedule as a loop nest, the predicted and
+replayed figures side by side with a check mark per row, and what binds.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Sequence
+
+from mapsearch.report.json_report import report_dict
+from mapsearch.report.text import _table, bottleneck, format_exact
+from mapsearch.schedule.figures import Figures, differences
+from mapsearch.schedule.json_io import schedule_to_dict
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.workload import Workload
+
+__all__ = ["render_solve_text", "solve_report_dict", "comparison_rows", "loop_nest_lines"]
+
+_UNITS = {"time": "clocks", "words": "words", "energy": "energy units"}
+OK, BAD = "\u2713", "\u2717"  # check mark, ballot x
+
+
+def _number(value: Fraction | int) -> int | float:
+    x = Fraction(value)
+    return x.numerator if x.denominator == 1 else float(x)
+
+
+def _exact(value: Fraction | int) -> str:
+    x = Fraction(value)
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def _percent(x: Fraction | float) -> str:
+    return f"{float(x) * 100:.2f}%"
+
+
+def _big(n: int) -> str:
+    """``1,234`` up to a million, then ``about 1.2e+13``."""
+    return f"{n:,}" if n < 10**6 else f"about {n:.2e}"
+
+
+# --------------------------------------------------------------------------
+# Pieces shared by both reports.
+# --------------------------------------------------------------------------
+
+
+def problem_line(w: Workload, arch: Architecture) -> str:
+    extents = " ".join(f"{d}={e}" for d, e in w.extents)
+    levels = ", ".join(f"{lv.name} {'unbounded' if lv.capacity is None else f'{lv.capacity} words'}" for lv in arch.levels)
+    return f"{w.name} ({w.einsum.text()}; {extents}; {w.macs:,} MACs) on {arch.name} (levels outermost first: {levels})"
+
+
+def status_lines(result: Any) -> list[str]:
+    """The status, the objective's value, bound, gap and time; a loud banner when not proven optimal."""
+    unit = _UNITS.get(result.objective, "")
+    last = result.phases[-1]
+    lines = []
+    if result.status != "OPTIMAL":
+        lines.append(
+            f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
+            f"{format_exact(result.objective_value)}, bound {format_exact(result.objective_bound)}, "
+            f"gap {_percent(result.gap)} ***"
+        )
+    if result.objective == "time" and len(result.phases) == 1:
+        lines.append("*** WORDS NOT MINIMISED: the words phase found nothing within the time limit; "
+                     "the schedule is the time phase's ***")
+    results = ", then ".join(
+        f"{p.name} {format_exact(p.value)} {_UNITS.get(p.name, unit)} (bound {format_exact(p.bound)})" for p in result.phases
+    )
+    lines.append(f"status: {result.status}: {results}; gap {_percent(result.gap)}; solved in {result.solve_seconds:.3f} s")
+    phases = "; ".join(f"{p.name} {p.status} in {p.seconds:.3f} s" for p in result.phases)
+    lines.append(f"phases: {phases}")
+    return lines
+
+
+def space_lines(space: Any) -> list[str]:
+    chains = ", ".join(f"{d} {kept:,} of {raw:,} tile chains" for d, kept, raw in space.chains)
+    lines = [
+        f"search space: {_big(space.size)} schedules ({chains}; {space.orders_per_level:,} orders x keep choices)",
+    ]
+    if space.pinned:
+        lines.append(f"  pinned: {', '.join(space.pinned)} held whole at every level (filter dimensions of affine axes, or extent 1)")
+    if space.reduced:
+        lines.append("  reduced: outer levels drew tile extents from {ceil(E/n)} only (very large extents); "
+                     "the optimum is over this reduced family")
+    return lines
+
+
+def loop_nest_lines(s: Schedule) -> list[str]:
+    """The schedule as a loop nest: per level its loops (outer -> inner), tile, kept tensors and homes."""
+    arch, w = s.architecture, s.workload
+    top = s.levels[0]
+    homes_at = {i: [t for t in w.tensor_names if s.home(t) == i] for i in range(arch.depth)}
+    lines = []
+    whole = " ".join(f"{d}={e}" for d, e in top.tile)
+    homes = f"; home of {', '.join(homes_at[0])}" if homes_at[0] else ""
+    lines.append(f"{top.level}: the whole space {whole}{homes}")
+    indent = "  "
+    for i in range(1, arch.depth):
+        lv, parent = s.levels[i], s.levels[i - 1].tile_extents
+        for d in lv.order:
+            t, p = lv.tile_extent(d), parent[d]
+            trips = -(-p // t)
+            rest = p - (trips - 1) * t
+            note = f"{trips} trip{'s' if trips != 1 else ''}" + (f", last piece {rest}" if rest != t else "")
+            lines.append(f"{indent}for {d} in [0, {p}) step {t}   # {lv.level}: {note}")
+            indent += "  "
+        tile = " ".join(f"{d}={e}" for d, e in lv.tile)
+        kept = sorted(t for t in w.tensor_names if s.keeps(t, i))
+        bypass = sorted(t for t in w.tensor_names if i > s.home(t) and not s.keeps(t, i))
+        parts = [f"tile {tile}", f"keeps {', '.join(kept) if kept else 'nothing'}"]
+        if bypass:
+            parts.append(f"bypasses {', '.join(bypass)}")
+        if homes_at[i]:
+            parts.append(f"home of {', '.join(homes_at[i])}")
+        lines.append(f"{indent}{lv.level}: {'; '.join(parts)}")
+    block = dict(arch.compute.block)
+    blk = "block " + " ".join(f"{d}={block.get(d, 1)}" for d in w.dims) if block else "scalar MAC"
+    lines.append(f"{indent}  op: {blk}, {format_exact(arch.compute.clocks_per_call)} clock(s) per call")
+    return lines
+
+
+def comparison_rows(predicted: Figures, replayed: Figures, arch: Architecture) -> list[tuple[str, str, str, bool]]:
+    """``(quantity, predicted, replayed, equal)`` for every reported figure."""
+    rows: list[tuple[str, str, str, bool]] = []
+
+    def row(name: str, a: object, b: object, fmt=str) -> None:
+        rows.append((name, "-" if a is None else fmt(a), "-" if b is None else fmt(b), a == b))
+
+    replayed_links = {l.name: l for l in replayed.links}
+    for link in predicted.links:
+        other = replayed_links.get(link.name)
+        row(f"{link.name} words down", link.words_down, other and other.words_down)
+        row(f"{link.name} words up", link.words_up, other and other.words_up)
+        row(f"{link.name} time", link.time, other and other.time, format_exact)
+        theirs = {t.tensor: t for t in (other.tensors if other else ())}
+        names = [t.tensor for t in link.tensors] + sorted(set(theirs) - {t.tensor for t in link.tensors})
+        mine = {t.tensor: t for t in link.tensors}
+        for name in names:
+            a, b = mine.get(name), theirs.get(name)
+            pair = lambda t: (t.words_down, t.words_up) if t is not None else (0, 0)  # noqa: E731
+            row(f"  {name} words down/up", pair(a), pair(b), lambda p: f"{p[0]} / {p[1]}")
+    for name in sorted(set(replayed_links) - {l.name for l in predicted.links}):
+        row(f"{name} (replay only)", None, replayed_links[name].words)
+    row("words total", predicted.words_total, replayed.words_total)
+    row("op calls", predicted.op_calls, replayed.op_calls)
+    row("MACs", predicted.macs, replayed.macs)
+    row("compute time", predicted.compute_time, replayed.compute_time, format_exact)
+    row("time", predicted.time, replayed.time, format_exact)
+    row("utilization", predicted.utilization, replayed.utilization, lambda x: f"{format_exact(x)} = {_percent(x)}")
+    row("MAC efficiency", predicted.mac_efficiency, replayed.mac_efficiency, lambda x: f"{format_exact(x)} = {_percent(x)}")
+    capacity = {lv.name: lv.capacity for lv in arch.levels}
+    occ = dict(replayed.occupancy)
+    for level, words in predicted.occupancy:
+        cap = capacity.get(level)
+        label = f"occupancy {level} (capacity {'unbounded' if cap is None else cap})"
+        row(label, words, occ.get(level))
+    return rows
+
+
+def binding_lines(binding: Sequence[Any]) -> list[str]:
+    """Tight ones first (what binds), then the slack of the rest."""
+    tight = [b for b in binding if b.tight]
+    slack = [b for b in binding if not b.tight]
+    lines = ["what binds:"]
+    lines += [f"  {b.describe()}" for b in tight] or ["  nothing is tight"]
+    if slack:
+        lines.append("slack of the rest:")
+        for b in slack:
+            extra = "" if b.kind == "capacity" or b.slack is None else f" (slack {format_exact(b.slack)} clocks)"
+            lines.append(f"  {b.describe()}{extra}")
+    return lines
+
+
+def _binding_dict(b: Any) -> dict[str, Any]:
+    slack = b.slack
+    return {
+        "kind": b.kind,
+        "name": b.name,
+        "value": _number(b.value),
+        "limit": None if b.limit is None else _number(b.limit),
+        "slack": None if slack is None else _number(slack),
+        "tight": bool(b.tight),
+        "describe": b.describe(),
+    }
+
+
+# --------------------------------------------------------------------------
+# The two reports.
+# --------------------------------------------------------------------------
+
+
+def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) -> str:
+    """The readable report of a solve and the replay of its schedule."""
+    s: Schedule = result.schedule
+    arch = s.architecture
+    figures = replayed.figures
+    lines = [problem_line(s.workload, arch)]
+    lines.append(f"objective: {result.objective}" + (", then words" if result.objective == "time" else ""))
+    lines += status_lines(result)
+    lines += space_lines(result.space)
+    lines += ["", "schedule (loops outer -> inner):"]
+    lines += [f"  {l}" for l in loop_nest_lines(s)]
+
+    rows = comparison_rows(s.predicted, figures, arch)
+    title = "predicted vs replayed" + (f" ({mode} mode)" if mode else "")
+    lines += ["", title + ":"]
+    table = [["quantity", "predicted", "replayed", ""]] + [[q, a, b, OK if eq else BAD] for q, a, b, eq in rows]
+    lines += [f"  {l}" for l in _table(table, {1, 2})]
+    mismatches = differences(s.predicted, figures)
+    if mismatches:
+        lines.append(f"  REPLAY MISMATCH in {len(mismatches)} field(s): " + ", ".join(f for f, _, _ in mismatches))
+    else:
+        lines.append(f"  the replay agrees with the prediction ({len(rows)} figures); time bound by {bottleneck(figures)}")
+    if replayed.data_ok is not None:
+        err = "" if replayed.max_abs_error is None else f" (max abs error {replayed.max_abs_error:.3g})"
+        lines.append(f"  data check: {'ok' if replayed.data_ok else 'FAILED'}{err}")
+
+    lines += [""] + binding_lines(result.binding)
+    return "\n".join(lines) + "\n"
+
+
+def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) -> dict[str, Any]:
+    """The replay report keys of :func:`~mapsearch.report.json_report.report_dict` plus the solve's.
+
+    Added keys: ``status``, ``objective``, ``objective_value``,
+    ``objective_bound`` (JSON numbers; exact text under ``exact``), ``gap``,
+    ``solve_seconds``, ``phases``, ``binding`` (each ``kind``, ``name``,
+    ``value``, ``limit``, ``slack``, ``tight``), ``space``,
+    ``predicted_equals_replayed``, ``mismatches``, ``replay_mode`` and
+    ``schedule`` (the schedule file's dict, predicted figures included).
+    """
+    s: Schedule = result.schedule
+    out = report_dict(replayed.figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
+    mismatches = differences(s.predicted, replayed.figures)
+    out["exact"]["objective_value"] = _exact(result.objective_value)
+    out["exact"]["objective_bound"] = _exact(result.objective_bound)
+    space = result.space
+    out.update(
+        {
+            "status": result.status,
+            "objective": result.objective,
+            "objective_value": _number(result.objective_value),
+            "objective_bound": _number(result.objective_bound),
+            "gap": float(result.gap),
+            "solve_seconds": float(result.solve_seconds),
+            "phases": [
+                {"name": p.name, "status": p.status, "value": _number(p.value), "bound": _number(p.bound),
+                 "seconds": float(p.seconds), "gap": float(p.gap)}
+                for p in result.phases
+            ],
+            "binding": [_binding_dict(b) for b in result.binding],
+            "space": {
+                "size": space.size,
+                "chains": [{"dim": d, "kept": kept, "enumerated": raw} for d, kept, raw in space.chains],
+                "orders_per_level": space.orders_per_level,
+                "reduced": bool(space.reduced),
+                "pinned": list(space.pinned),
+            },
+            "replay_mode": mode,
+            "predicted_equals_replayed": not mismatches,
+            "mismatches": [{"field": f, "predicted": _plain(a), "replayed": _plain(b)} for f, a, b in mismatches],
+            "schedule": schedule_to_dict(s),
+        }
+    )
+    return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Fraction):
+        return _exact(value) if value.denominator != 1 else value.numerator
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value

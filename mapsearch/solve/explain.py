@@ -56,10 +56,13 @@ def _detail(p: Problem, guard: str) -> str:
             parts.append(f"{t} {smallest}")
             need += smallest
     homes = home_words_of(p, i)
+    capacity = arch.levels[i].capacity
+    if need <= capacity:
+        return f"{name} holds {capacity} words: not enough for tiles that meet the other requirements"
     what = f"the smallest tiles ({', '.join(parts)} words)" if parts else "what must be kept there"
     if homes:
         what += f" plus {homes} words of homes"
-    return f"{name} holds {arch.levels[i].capacity} words but {what} need {need}"
+    return f"{name} holds {capacity} words but {what} need {need}"
 
 
 def home_words_of(p: Problem, i: int) -> int:

@@ -133,6 +133,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
         enc.model.add(guard == 1)
     phases: list[Phase] = []
     schedule = None
+    previous = None
     objectives = _objectives(enc, options)
     for n, (name, expr, scale) in enumerate(objectives):
         enc.model.minimize(expr)
@@ -151,7 +152,12 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
                 raise explain_infeasible(problem, constraints, options)
             if status not in ("OPTIMAL", "FEASIBLE"):
                 if phases:
-                    break  # keep the previous phase's schedule
+                    # Out of time: keep the previous phase's schedule, not minimised on this objective.
+                    kept = int(_value_of(enc, expr, previous))
+                    bound = int(math.ceil(solver.best_objective_bound - 1e-9))
+                    phases.append(Phase(name, "FEASIBLE", Fraction(kept, scale), Fraction(min(bound, kept), scale),
+                                        time.perf_counter() - t0))
+                    break
                 raise SolverTimeout(
                     f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
                     f"{Fraction(int(solver.best_objective_bound), scale)}")
@@ -160,12 +166,18 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
         log.info("phase %s: %s in %.3fs", name, status, time.perf_counter() - t0)
         phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0))
         schedule = decode(enc, solver)
+        previous = solver
         if n + 1 < len(objectives):
             enc.model.add(expr <= value)  # keep this phase's optimum (or best found)
             _hint(enc, solver)
     status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
                        binding_report(schedule), search_space(enc))
+
+
+def _value_of(enc: Encoding, expr, solver: cp_model.CpSolver) -> int:
+    """Value of a linear expression in an earlier phase's solution."""
+    return int(solver.value(expr))
 
 
 def coarse_chains(extent: int, tiles) -> list[int]:

@@ -1,0 +1,184 @@
+"""Solver speed: time to a proven optimum, status, gap and the size of the mapping space.
+
+    python benchmarks/solve_speed.py [--repeat 3] [--quick] [--replay]
+
+Each case is solved ``--repeat`` times (one worker, seed 0: deterministic);
+the table shows the median wall time of ``solve`` (each run's time and
+the last run's per-phase times follow the objective) (model build included),
+the status (OPTIMAL = every phase proved), the largest phase gap,
+``SolveResult.space.size`` (tile chains x orders x keep choices the model
+covers) and the objective (time, then words). PASS/MISS per target:
+
+- 2-level matmuls up to 4096^3:                  <= 0.1 s, proven optimal
+- 3-level matmul 97x193x61 and 1024^3:           <= 0.5 s, proven optimal
+- ResNet-50 3x3 conv (N=1 K=C=64 P=Q=56 R=S=3), 3 levels:
+                                                 <= 10 s, proven optimal or gap <= 1 %
+- small cases: the speedup over the brute force of ``tests/brute_force.py``
+  (which replays every (tiles, orders) pair of the same family), printed.
+
+The architectures (why these numbers):
+
+- 2 levels, ``DRAM (unbounded) -> L0 (512 words)``, 1 clock/word: 512
+  words hold about three 13x13 tiles, so the traffic is about
+  ``MNK * (1/T_m + 1/T_n)`` ~ ``MNK / 8`` words: compute-bound, the time is
+  the compute time and the words phase decides the schedule (tile shapes,
+  order, remainders). The ``bw16`` variants take 16 clocks/word: now the
+  link is the bottleneck and the time phase itself is the hard one.
+- 3 levels, ``L2 (unbounded) -> L1 (64 Ki words) -> L0 (512 words)``: a
+  DRAM / shared buffer / register file shape; L2->L1 at 4 clocks/word
+  (DRAM is slower), L1->L0 at 1 clock/word. With 64 Ki words, L1 holds
+  about three 147x147 tiles, so the 97x193x61 case nearly fits in L1 and
+  keep/bypass at L1 matters; 1024^3 does not, so both levels' tiles do.
+- The conv: 3x3 filters are pinned whole (the solver's family), so the
+  chains are over n, k, c, p, q; capacities as the 3-level matmul.
+
+``--replay`` also replays the small cases' schedules and checks
+predicted == replayed (large ones would take the replay minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.schedule.figures import differences  # noqa: E402
+from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.solve.run import solve  # noqa: E402
+from mapsearch.spec.architecture import Architecture, Compute, Level, Link  # noqa: E402
+from mapsearch.spec.workload import Workload  # noqa: E402
+
+MATMUL = "Z[m,n] += A[m,k] * B[k,n]"
+CONV = "O[n,k,p,q] += I[n,c,p+r,q+s] * W[k,c,r,s]"
+
+
+def matmul(m: int, n: int, k: int) -> Workload:
+    return Workload.from_text(f"mm{m}x{n}x{k}", MATMUL, {"m": m, "n": n, "k": k})
+
+
+def two_levels(clocks_per_word=Fraction(1), l0: int = 512) -> Architecture:
+    return Architecture("2L", (Level("DRAM", None), Level("L0", l0, Link(Fraction(clocks_per_word), Fraction(clocks_per_word)))))
+
+
+def three_levels(l1: int = 64 * 1024, l0: int = 512) -> Architecture:
+    return Architecture("3L", (Level("L2", None), Level("L1", l1, Link(Fraction(4), Fraction(4))),
+                               Level("L0", l0, Link())), Compute())
+
+
+@dataclass
+class Case:
+    name: str
+    workload: Workload
+    architecture: Architecture
+    target_s: float
+    gap_ok: float = 0.0  # a FEASIBLE result within this gap also passes (big cases)
+    time_limit: float = 60.0
+
+
+CASES = [
+    Case("mm 64^3, 2L", matmul(64, 64, 64), two_levels(), 0.1),
+    Case("mm 256^3, 2L", matmul(256, 256, 256), two_levels(), 0.1),
+    Case("mm 1024^3, 2L", matmul(1024, 1024, 1024), two_levels(), 0.1),
+    Case("mm 4096^3, 2L", matmul(4096, 4096, 4096), two_levels(), 0.1),
+    Case("mm 97x193x61, 2L", matmul(97, 193, 61), two_levels(), 0.1),
+    Case("mm 1000x999x1001, 2L", matmul(1000, 999, 1001), two_levels(), 0.1),
+    Case("mm 1024^3, 2L bw16", matmul(1024, 1024, 1024), two_levels(16), 0.1),
+    Case("mm 4096^3, 2L bw16", matmul(4096, 4096, 4096), two_levels(16), 0.1),
+    Case("mm 97x193x61, 3L", matmul(97, 193, 61), three_levels(), 0.5),
+    Case("mm 1024^3, 3L", matmul(1024, 1024, 1024), three_levels(), 0.5),
+    Case("resnet50 3x3 conv, 3L", Workload.from_text("resnet3x3", CONV,
+                                                     {"n": 1, "k": 64, "c": 64, "p": 56, "q": 56, "r": 3, "s": 3}),
+         three_levels(), 10.0, gap_ok=0.01, time_limit=10.0),
+]
+
+
+def run_case(case: Case, repeat: int):
+    times, result, error = [], None, None
+    options = SolveOptions(time_limit=case.time_limit, workers=1, seed=0)
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        try:
+            result = solve(Problem(case.workload, case.architecture), options=options)
+        except Exception as exc:  # report it in the table
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        times.append(time.perf_counter() - t0)
+    return (statistics.median(times) if times else float("nan")), result, error, times
+
+
+def brute_cases():
+    import brute_force as bf
+
+    # Tiny on purpose: the brute force replays every (tiles, orders) pair (thousands here).
+    two = Architecture("2L", (Level("L1", None), Level("L0", 12, Link())))
+    three = Architecture("3L", (Level("L2", None), Level("L1", 30, Link(Fraction(2), Fraction(2))), Level("L0", 8, Link())))
+    conv = Workload.from_text("conv", "O[k,p] += I[c,p+r] * W[k,c,r]", {"k": 3, "c": 2, "p": 6, "r": 3})
+    return bf, [
+        ("mm 12x10x9, 2L (L0 12)", matmul(12, 10, 9), two),
+        ("mm 5x4x4, 3L (L1 30, L0 8)", matmul(5, 4, 4), three),
+        ("conv k3 c2 p6 r3, 3L", conv, Architecture("3L", (Level("L2", None), Level("L1", 40, Link()), Level("L0", 14, Link())))),
+    ]
+
+
+def fmt_objective(result) -> str:
+    return ", ".join(f"{p.name} {p.value}" for p in result.phases)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="skip the brute-force comparison")
+    ap.add_argument("--replay", action="store_true", help="replay the small cases' schedules")
+    args = ap.parse_args()
+
+    rows = []
+    header = f"{'case':28} {'status':9} {'solve s':>8} {'target':>7} {'gap':>7} {'space size':>12}  {'verdict':7} objective"
+    print(header)
+    print("-" * len(header))
+    for case in CASES:
+        seconds, result, error, times = run_case(case, args.repeat if case.target_s < 5 else 1)
+        if error:
+            print(f"{case.name:28} {'ERROR':9} {'':>8} {case.target_s:7.2f} {'':>7} {'':>12}  {'MISS':7} {error}")
+            rows.append(False)
+            continue
+        ok_status = result.status == "OPTIMAL" or result.gap <= case.gap_ok
+        verdict = "PASS" if seconds <= case.target_s and ok_status else "MISS"
+        rows.append(verdict == "PASS")
+        print(f"{case.name:28} {result.status:9} {seconds:8.3f} {case.target_s:7.2f} {result.gap:7.2%} "
+              f"{result.space.size:12.3g}  {verdict:7} {fmt_objective(result)}  "
+              f"[runs {', '.join(f'{t:.2f}' for t in times)}; phases {', '.join(f'{p.name} {p.seconds:.2f}s' for p in result.phases)}]",
+              flush=True)
+
+    if not args.quick:
+        bf, small = brute_cases()
+        print()
+        h2 = f"{'small case (vs brute force)':28} {'solve s':>8} {'brute s':>8} {'speedup':>8} {'schedules':>10}  same optimum  replay"
+        print(h2)
+        print("-" * len(h2))
+        for name, w, a in small:
+            seconds, result, error, _ = run_case(__import__("types").SimpleNamespace(
+                name=name, workload=w, architecture=a, time_limit=60.0, target_s=1.0), args.repeat)
+            t0 = time.perf_counter()
+            brute = bf.brute_force(w, a)
+            brute_s = time.perf_counter() - t0
+            same = tuple(p.value for p in result.phases) == brute.value
+            replay = "-"
+            if args.replay:
+                replay = "ok" if differences(result.schedule.predicted, bf.replay_figures(result.schedule)) == [] else "MISMATCH"
+            print(f"{name:28} {seconds:8.3f} {brute_s:8.2f} {brute_s / seconds:7.0f}x {brute.schedules:10d}  "
+                  f"{'yes' if same else 'NO':12}  {replay}", flush=True)
+    print()
+    print(f"{sum(rows)}/{len(rows)} targets met")
+
+
+if __name__ == "__main__":
+    main()

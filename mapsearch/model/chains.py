@@ -28,15 +28,17 @@ per count fits best).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta
 
-# Raw chains enumerated before pruning; above this the outer levels draw from
-# the reduced candidate family {ceil(E / n)} and the result says so.
+# Chains enumerated before pruning; above this, levels draw from reduced
+# candidate families (see _families) and the result says so.
 FULL_ENUMERATION_LIMIT = 1_200_000
+# Deeper chains leave more survivors per raw chain, so they get a smaller budget.
+DEEP_ENUMERATION_LIMIT = 150_000
 
 
 @dataclass(frozen=True)
@@ -55,18 +57,32 @@ class DimChains:
     small: dict[Footprint, dict[tuple[int, int], np.ndarray]]
     calls: np.ndarray
     raw_count: int  # chains enumerated before pruning
-    reduced: bool  # True when the outer levels used the reduced candidate family
-    notes: tuple[str, ...] = field(default=())
+    reduced: bool  # True when some level drew from a reduced candidate family
+    family: str = "full"  # which candidate family each level drew from
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
 
 
-def _candidates(extent: int, lo: int, hi: int, reduced: bool) -> np.ndarray:
-    values = np.arange(1, extent + 1, dtype=np.int64)
-    if reduced:
+def candidate_values(extent: int, family: str) -> np.ndarray:
+    """Tile extents a level may take: ``full`` 1..E; ``ceil`` {ceil(E/n)};
+    ``coarse`` powers of two, ceil(E/2^k) and the divisors of E."""
+    if family == "full":
+        return np.arange(1, extent + 1, dtype=np.int64)
+    if family == "ceil":
         n = np.arange(1, extent + 1, dtype=np.int64)
-        values = np.unique(-(-extent // n))
+        return np.unique(-(-extent // n))
+    values = {extent} | {d for d in range(1, int(extent**0.5) + 1) if extent % d == 0}
+    values |= {extent // d for d in list(values) if extent % d == 0}
+    k = 1
+    while k <= extent:
+        values.update((k, -(-extent // k)))
+        k *= 2
+    return np.array(sorted(values), dtype=np.int64)
+
+
+def _candidates(extent: int, lo: int, hi: int, family: str) -> np.ndarray:
+    values = candidate_values(extent, family)
     return values[(values >= lo) & (values <= hi)]
 
 
@@ -79,32 +95,47 @@ def _grow(parents: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.n
     return rows, candidates[pos]
 
 
-def _enumerate_tiles(extent: int, bounds: list[tuple[int, int]], reduced: bool) -> np.ndarray:
+def _enumerate_tiles(extent: int, bounds: list[tuple[int, int]], families: list[str]) -> np.ndarray:
     tiles = np.zeros((1, 0), dtype=np.int64)
     parent = np.array([extent], dtype=np.int64)
-    depth = len(bounds)
-    for j, (lo, hi) in enumerate(bounds):
-        outer = j < depth - 1
-        cand = _candidates(extent, lo, hi, reduced and outer)
+    for (lo, hi), family in zip(bounds, families):
+        cand = _candidates(extent, lo, hi, family)
         rows, values = _grow(parent, cand)
         tiles = np.concatenate([tiles[rows], values[:, None]], axis=1)
         parent = values
     return tiles
 
 
-def _raw_size(extent: int, bounds: list[tuple[int, int]]) -> int:
-    """Number of monotone chains within the bounds (exact, by a small DP over extents)."""
+def _raw_size(extent: int, bounds: list[tuple[int, int]], families: list[str] | None = None) -> int:
+    """Number of monotone chains within the bounds and candidate families (exact, by a DP over extents)."""
+    families = families or ["full"] * len(bounds)
     ways = np.zeros(extent + 2, dtype=np.float64)
     ways[extent] = 1.0
-    for lo, hi in bounds:
-        # new[t] = sum over parents p >= t of ways[p], for t in [lo, hi]
-        suffix = np.cumsum(ways[::-1])[::-1]
-        new = np.zeros_like(ways)
-        t = np.arange(extent + 2)
-        mask = (t >= max(lo, 1)) & (t <= min(hi, extent))
-        new[mask] = suffix[mask]
-        ways = new
+    t = np.arange(extent + 2)
+    for (lo, hi), family in zip(bounds, families):
+        suffix = np.cumsum(ways[::-1])[::-1]  # suffix[t] = ways of parents >= t
+        allowed = np.zeros(extent + 2, dtype=bool)
+        allowed[_candidates(extent, max(lo, 1), min(hi, extent), family)] = True
+        ways = np.where(allowed & (t >= 1), suffix, 0.0)
     return int(ways.sum())
+
+
+def _families(extent: int, bounds: list[tuple[int, int]]) -> tuple[list[str], str]:
+    """The widest candidate families whose chain count stays within the limit.
+
+    Tiers: every extent at every level; outer levels from {ceil(E/n)};
+    every level from {ceil(E/n)}; every level from the coarse family.
+    """
+    depth = len(bounds)
+    tiers = [(["full"] * depth, "full"),
+             (["ceil"] * (depth - 1) + ["full"], "outer levels ceil(E/n)"),
+             (["ceil"] * depth, "all levels ceil(E/n)"),
+             (["coarse"] * depth, "all levels powers of two, ceil(E/2^k), divisors")]
+    limit = FULL_ENUMERATION_LIMIT if depth <= 2 else DEEP_ENUMERATION_LIMIT
+    for families, label in tiers:
+        if _raw_size(extent, bounds, families) <= limit:
+            return families, label
+    return tiers[-1]
 
 
 def enumerate_chains(
@@ -127,11 +158,12 @@ def enumerate_chains(
         bounds = [(extent, extent)] * depth
     bounds = [(max(1, lo), min(extent, hi)) for lo, hi in bounds]
     raw = _raw_size(extent, bounds)
-    reduced = raw > FULL_ENUMERATION_LIMIT and depth > 1
-    tiles = _enumerate_tiles(extent, bounds, reduced)
+    families, label = _families(extent, bounds)
+    reduced = label != "full"
+    tiles = _enumerate_tiles(extent, bounds, families)
     if tiles.shape[0] == 0:
         return _empty(extent, depth, footprints, raw, reduced)
-    return _prune(_quantities(extent, tiles, footprints, block), raw, reduced)
+    return _prune(_quantities(extent, tiles, footprints, block), raw, reduced, label)
 
 
 def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimChains:
@@ -173,7 +205,7 @@ def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
     return {"extent": extent, "tiles": tiles, "counts": counts, "sums": sums, "small": small, "calls": calls}
 
 
-def _prune(q: dict, raw: int, reduced: bool) -> DimChains:
+def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     """Drop chains dominated by one with equal counts and words and no larger extents or calls.
 
     Exact for the model: every objective and constraint is monotone
@@ -221,6 +253,7 @@ def _prune(q: dict, raw: int, reduced: bool) -> DimChains:
         calls=q["calls"][idx],
         raw_count=raw,
         reduced=reduced,
+        family=family,
     )
 
 

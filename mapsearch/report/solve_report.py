@@ -92,8 +92,8 @@ def space_lines(space: Any) -> list[str]:
     if space.pinned:
         lines.append(f"  pinned: {', '.join(space.pinned)} held whole at every level (filter dimensions of affine axes, or extent 1)")
     if space.reduced:
-        lines.append("  reduced: outer levels drew tile extents from {ceil(E/n)} only (very large extents); "
-                     "the optimum is over this reduced family")
+        fams = "; ".join(f"{d}: {family}" for d, family in space.families)
+        lines.append(f"  reduced tile candidates ({fams}); the optimum is proven over this reduced family")
     return lines
 
 
@@ -267,6 +267,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
                 "orders_per_level": space.orders_per_level,
                 "reduced": bool(space.reduced),
                 "pinned": list(space.pinned),
+                "families": {d: family for d, family in space.families},
             },
             "replay_mode": mode,
             "predicted_equals_replayed": not mismatches,

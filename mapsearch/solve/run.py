@@ -50,8 +50,9 @@ class SearchSpace:
 
     chains: tuple[tuple[str, int, int], ...]  # (dim, chains kept, chains enumerated)
     orders_per_level: int
-    reduced: bool  # outer levels drew from {ceil(E/n)} only (very large extents)
+    reduced: bool  # some level drew from a reduced candidate family (very large extents or deep hierarchies)
     pinned: tuple[str, ...]  # held whole at every level (convolution filter dims)
+    families: tuple[tuple[str, str], ...] = ()  # (dim, candidate family) where reduced
 
     @property
     def size(self) -> int:
@@ -236,4 +237,5 @@ def search_space(enc: Encoding) -> SearchSpace:
     orders = math.factorial(len(p.workload.dims) - len(enc.pinned)) ** p.depth
     keeps = 2 ** sum(1 for v in enc.kept.values() if not isinstance(v, bool))
     return SearchSpace(tuple((d, len(c), c.raw_count) for d, c in enc.chains.items()), orders * keeps,
-                       any(c.reduced for c in enc.chains.values()), tuple(sorted(enc.pinned)))
+                       any(c.reduced for c in enc.chains.values()), tuple(sorted(enc.pinned)),
+                       tuple((d, c.family) for d, c in enc.chains.items() if c.reduced))

@@ -40,7 +40,9 @@ class Figures:
 
     ``time = max(compute_time, max link time)``;
     ``utilization = compute_time / time``;
-    ``mac_efficiency = macs / (op_calls * block_macs)``.
+    ``mac_efficiency = macs / (op_calls * block_macs)``;
+    with a spatial fanout, ``compute_time`` is the busiest instance's calls
+    times the clocks per call and ``op_calls`` counts every instance's calls.
     """
 
     links: tuple[LinkFigures, ...]
@@ -48,7 +50,9 @@ class Figures:
     compute_time: Fraction
     macs: int
     block_macs: int
-    occupancy: tuple[tuple[str, int], ...]  # peak words per level, outermost first
+    occupancy: tuple[tuple[str, int], ...]  # peak words per level (per instance), outermost first
+    compute_instances: int = 1  # instances of the innermost level (each with its own compute)
+    busiest_calls: int | None = None  # sum over steps of the busiest instance's calls; None: op_calls
 
     @property
     def time(self) -> Fraction:
@@ -63,6 +67,12 @@ class Figures:
     def mac_efficiency(self) -> Fraction:
         padded = self.op_calls * self.block_macs
         return Fraction(1) if padded == 0 else Fraction(self.macs, padded)
+
+    @property
+    def array_utilization(self) -> Fraction:
+        """``op_calls / (instances * busiest calls)``: how much of the array does work."""
+        busiest = self.op_calls if self.busiest_calls is None else self.busiest_calls
+        return Fraction(1) if busiest == 0 else Fraction(self.op_calls, self.compute_instances * busiest)
 
     @property
     def words_total(self) -> int:
@@ -86,6 +96,9 @@ def differences(predicted: Figures, replayed: Figures) -> list[tuple[str, object
     check("op_calls", predicted.op_calls, replayed.op_calls)
     check("compute_time", predicted.compute_time, replayed.compute_time)
     check("macs", predicted.macs, replayed.macs)
+    check("compute_instances", predicted.compute_instances, replayed.compute_instances)
+    check("busiest_calls", predicted.busiest_calls if predicted.busiest_calls is not None else predicted.op_calls,
+          replayed.busiest_calls if replayed.busiest_calls is not None else replayed.op_calls)
     check("occupancy", predicted.occupancy, replayed.occupancy)
     check("links", [l.name for l in predicted.links], [l.name for l in replayed.links])
     for a, b in zip(predicted.links, replayed.links):

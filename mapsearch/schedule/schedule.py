@@ -21,11 +21,27 @@ from mapsearch.spec.workload import Workload
 
 
 @dataclass(frozen=True)
+class SpatialSplit:
+    """At a meshed level: split the parent tile along ``dim`` into parts of ``part``, one per instance along ``axis``."""
+
+    dim: str
+    part: int
+    axis: str
+
+
+@dataclass(frozen=True)
 class LevelMapping:
     level: str
     tile: tuple[tuple[str, int], ...]  # tile extent per dimension
     order: tuple[str, ...] = ()  # outer -> inner; empty at the top
     keep: frozenset[str] = frozenset()
+    spatial: tuple[SpatialSplit, ...] = ()  # only at a level with a mesh
+
+    def part_extent(self, dim: str) -> int | None:
+        for s in self.spatial:
+            if s.dim == dim:
+                return s.part
+        return None
 
     def tile_extent(self, dim: str) -> int:
         return dict(self.tile)[dim]

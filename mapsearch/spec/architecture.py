@@ -39,13 +39,45 @@ class Link:
 
 
 @dataclass(frozen=True)
+class MeshAxis:
+    """One named axis of a level's spatial fanout (see docs/spatial.md).
+
+    ``may_reuse`` names the tensors (or roles ``input``, ``output``, ``all``,
+    ``none``) that instances along this axis may share: an input tile they
+    all need crosses the parent link once (multicast), output partial sums
+    are reduced on the way up.
+    """
+
+    name: str
+    size: int
+    may_reuse: tuple[str, ...] = ("all",)
+
+    def reuses(self, tensor: str, is_output: bool) -> bool:
+        names = set(self.may_reuse)
+        if "none" in names:
+            return False
+        return "all" in names or tensor in names or ("output" if is_output else "input") in names
+
+
+@dataclass(frozen=True)
 class Level:
-    """A memory level; ``capacity`` in words per instance, ``None`` for unbounded."""
+    """A memory level; ``capacity`` in words per instance, ``None`` for unbounded.
+
+    ``mesh`` gives a spatial fanout of one or two named axes; then
+    ``instances`` is the product of their sizes.
+    """
 
     name: str
     capacity: int | None
     link: Link | None = None  # None only for the top level
     instances: int = 1
+    mesh: tuple[MeshAxis, ...] = ()
+
+    def axis(self, name: str) -> MeshAxis:
+        for a in self.mesh:
+            if a.name == name:
+                return a
+        raise KeyError(name)
 
 
 @dataclass(frozen=True)

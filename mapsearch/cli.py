@@ -5,6 +5,7 @@
                     [--workers N] [--seed N] [--replay-mode count|events|data]
                     [--link-energy NAME=COST ...] [--op-energy X]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
+    mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
 
 Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``,
 and always after ``solve``) or the data check failed; 2 bad input, an
@@ -33,6 +34,15 @@ REPLAY_MODES = ("count", "data", "events")
 # Listed in the solve help; mapsearch.solve.cli_solve checks the values (one-line error, exit 2).
 SOLVE_OBJECTIVES = ("time", "words", "energy")
 SOLVE_REPLAY_MODES = ("count", "events", "data")
+
+
+def _preset_names() -> tuple[str, ...]:
+    """The architecture presets, for the help text (none if the package lacks them)."""
+    try:
+        from mapsearch.presets import preset_names
+    except ImportError:  # pragma: no cover - a build without presets
+        return ()
+    return preset_names()
 
 
 # --------------------------------------------------------------------------
@@ -135,6 +145,68 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------
+
+EXPORT_FORMATS = ("loopnest", "timeloop", "json")
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    except OSError as e:
+        raise MapsearchError(f"{path}: cannot write: {e.strerror or e}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise MapsearchError(f"{path}: cannot write: {e.strerror or e}") from None
+        raise
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from mapsearch.schedule.json_io import dumps_schedule, load_schedule
+
+    if args.format not in EXPORT_FORMATS:
+        raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
+    schedule = load_schedule(args.schedule)
+    if args.format == "loopnest":
+        from mapsearch.report.loopnest import loop_nest_code
+
+        text = loop_nest_code(schedule)
+    elif args.format == "timeloop":
+        from mapsearch.report.timeloop import timeloop_mapping, timeloop_yaml
+
+        text = timeloop_yaml(schedule)
+        for warning in timeloop_mapping(schedule)["warnings"]:
+            print(f"mapsearch: warning: {warning}", file=sys.stderr)
+    else:
+        text = dumps_schedule(schedule)
+    if args.output:
+        _write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# --------------------------------------------------------------------------
 # The parser and main.
 # --------------------------------------------------------------------------
 
@@ -162,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
-    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file")
+    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(_preset_names()) + ")")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
     solve.add_argument(
         "--objective",
@@ -214,6 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
         "in the explicit-cache simulator (default: count where available, else events)",
     )
     replay.set_defaults(func=_cmd_replay)
+
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write a schedule as loop-nest pseudo-code, a Timeloop mapping or schedule JSON",
+        description="Export a schedule file: loopnest (Python-like pseudo-code with real bounds, loads and "
+        "stores), timeloop (a Timeloop v0.4 mapping YAML; remainder tiles are padded, with a warning) or json "
+        "(the schedule file itself, checked and rewritten).",
+    )
+    export.add_argument("schedule", metavar="SCHEDULE.json", help="schedule file (as written by solve -o)")
+    export.add_argument(
+        "--format", metavar="FORMAT", default="loopnest", help="one of " + "|".join(EXPORT_FORMATS) + " (default loopnest)"
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of to stdout")
+    export.set_defaults(func=_cmd_export)
     return parser
 
 

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from mapsearch.report.json_report import report_dict
+from mapsearch.report.loopnest import loop_nest_lines
 from mapsearch.report.text import _table, bottleneck, format_exact
 from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.json_io import schedule_to_dict
@@ -94,40 +95,6 @@ def space_lines(space: Any) -> list[str]:
     if space.reduced:
         fams = "; ".join(f"{d}: {family}" for d, family in space.families)
         lines.append(f"  reduced tile candidates ({fams}); the optimum is proven over this reduced family")
-    return lines
-
-
-def loop_nest_lines(s: Schedule) -> list[str]:
-    """The schedule as a loop nest: per level its loops (outer -> inner), tile, kept tensors and homes."""
-    arch, w = s.architecture, s.workload
-    top = s.levels[0]
-    homes_at = {i: [t for t in w.tensor_names if s.home(t) == i] for i in range(arch.depth)}
-    lines = []
-    whole = " ".join(f"{d}={e}" for d, e in top.tile)
-    homes = f"; home of {', '.join(homes_at[0])}" if homes_at[0] else ""
-    lines.append(f"{top.level}: the whole space {whole}{homes}")
-    indent = "  "
-    for i in range(1, arch.depth):
-        lv, parent = s.levels[i], s.levels[i - 1].tile_extents
-        for d in lv.order:
-            t, p = lv.tile_extent(d), parent[d]
-            trips = -(-p // t)
-            rest = p - (trips - 1) * t
-            note = f"{trips} trip{'s' if trips != 1 else ''}" + (f", last piece {rest}" if rest != t else "")
-            lines.append(f"{indent}for {d} in [0, {p}) step {t}   # {lv.level}: {note}")
-            indent += "  "
-        tile = " ".join(f"{d}={e}" for d, e in lv.tile)
-        kept = sorted(t for t in w.tensor_names if s.keeps(t, i))
-        bypass = sorted(t for t in w.tensor_names if i > s.home(t) and not s.keeps(t, i))
-        parts = [f"tile {tile}", f"keeps {', '.join(kept) if kept else 'nothing'}"]
-        if bypass:
-            parts.append(f"bypasses {', '.join(bypass)}")
-        if homes_at[i]:
-            parts.append(f"home of {', '.join(homes_at[i])}")
-        lines.append(f"{indent}{lv.level}: {'; '.join(parts)}")
-    block = dict(arch.compute.block)
-    blk = "block " + " ".join(f"{d}={block.get(d, 1)}" for d in w.dims) if block else "scalar MAC"
-    lines.append(f"{indent}  op: {blk}, {format_exact(arch.compute.clocks_per_call)} clock(s) per call")
     return lines
 
 

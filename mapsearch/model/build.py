@@ -19,6 +19,7 @@ from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
+from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.solve.constraints import Constraints, resolve_level, resolve_tensor
@@ -27,8 +28,9 @@ from mapsearch.solve.options import SolveOptions
 
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
-                   bounds: tuple[tuple[int, int], ...], pinned: bool) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned)
+                   bounds: tuple[tuple[int, int], ...], pinned: bool, spatial_level: int | None = None,
+                   max_factor: int = 1) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor)
 
 
 def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, DimChains], frozenset[str]]:
@@ -52,7 +54,8 @@ def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, Di
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
         fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims}))
-        chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned)
+        chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned,
+                                meshed_level(p), max_factor(p))
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
@@ -93,9 +96,10 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     arch = p.architecture
     costs = [arch.compute.clocks_per_call] + [lv.link.input_clocks_per_word for lv in arch.levels[1:]] \
         + [lv.link.output_clocks_per_word for lv in arch.levels[1:]]
-    enc = Encoding(cp_model.CpModel(), p, chains, pinned, scale_of(costs))
+    enc = Encoding(cp_model.CpModel(), p, chains, pinned, scale_of(costs), spatial_level=meshed_level(p))
     _check_homes_fit(enc)
     add_tile_choices(enc)
+    add_mesh_factors(enc)
     # A dimension whose innermost tile is whole in every chain never advances: no order literal.
     active = tuple(d for d in p.workload.dims if int(chains[d].counts[:, -1].max()) > 1)
     add_orders(enc, active)

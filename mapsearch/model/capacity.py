@@ -60,10 +60,20 @@ def add_capacity(enc: Encoding) -> None:
 
 
 def add_compute(enc: Encoding) -> None:
-    """``calls = prod_d sum_{innermost pieces x of d} ceil(x / b_d)``; ``compute_time = calls * t``."""
+    """``calls = prod_d sum_{innermost pieces x of d} ceil(x / b_d)``; ``compute_time = busiest calls * t``.
+
+    With a spatial split, ``calls`` sums over instances and the busiest
+    instance (the representative) sets the compute time.
+    """
     from mapsearch.model.tiles import calls_along
 
+    from mapsearch.model.spatial import split_dims
+
     p = enc.problem
-    enc.calls = enc.product([calls_along(enc, d) for d in p.workload.dims], "calls")
+    split = set(split_dims(enc))
+    enc.calls = enc.product([calls_along(enc, d, "sum" if d in split else None) for d in p.workload.dims], "calls")
+    # All active instances do the same work in lockstep: the representative is the busiest.
+    enc.busiest_calls = enc.product([calls_along(enc, d, "rep" if d in split else None) for d in p.workload.dims],
+                                    "busiest_calls") if split else enc.calls
     t = int(p.architecture.compute.clocks_per_call * enc.scale)
-    enc.compute_time = enc.scaled(enc.calls, t)
+    enc.compute_time = enc.scaled(enc.busiest_calls, t)

@@ -59,6 +59,12 @@ class DimChains:
     raw_count: int  # chains enumerated before pruning
     reduced: bool  # True when some level drew from a reduced candidate family
     family: str = "full"  # which candidate family each level drew from
+    # With a spatial level s: the part extent and factor per chain, and the
+    # same quantities seen per instance: "sum" over all instances, "rep" for
+    # the representative instance (part index 0). See spatial_quantities.
+    parts: np.ndarray | None = None
+    factors: np.ndarray | None = None
+    flavoured: dict | None = None
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -145,12 +151,17 @@ def enumerate_chains(
     block: int = 1,
     bounds: list[tuple[int, int]] | None = None,
     pinned: bool = False,
+    spatial_level: int | None = None,
+    max_factor: int = 1,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
     ``bounds[j-1] = (lo, hi)`` limits ``T_j`` (user constraints); ``pinned``
     keeps the whole extent at every level (a filter dimension of a
-    convolution axis, see :mod:`mapsearch.model.problem`).
+    convolution axis, see :mod:`mapsearch.model.problem`). With
+    ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
+    the level-``(s-1)`` tile into equal parts across instances
+    (:func:`spatial_quantities`).
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
@@ -163,7 +174,10 @@ def enumerate_chains(
     tiles = _enumerate_tiles(extent, bounds, families)
     if tiles.shape[0] == 0:
         return _empty(extent, depth, footprints, raw, reduced)
-    return _prune(_quantities(extent, tiles, footprints, block), raw, reduced, label)
+    q = _quantities(extent, tiles, footprints, block)
+    if spatial_level is not None and max_factor > 1 and not pinned:
+        q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
+    return _prune(q, raw, reduced, label)
 
 
 def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimChains:
@@ -202,7 +216,120 @@ def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
             for k in range(i):
                 small[f][(k, i)] = sum(c * f_of(f, s) * (s <= ti) for s, c in pieces[k])
     calls = sum(c * (-(-s // block)) for s, c in pieces[-1])
-    return {"extent": extent, "tiles": tiles, "counts": counts, "sums": sums, "small": small, "calls": calls}
+    return {"extent": extent, "tiles": tiles, "counts": counts, "sums": sums, "small": small, "calls": calls,
+            "pieces": pieces}
+
+
+def _split(pieces: list[tuple[np.ndarray, np.ndarray]], t: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """One level down: each (extent, count) splits into full tiles of ``t`` and a remainder."""
+    full_count = np.zeros_like(t)
+    level = []
+    for size, count in pieces:
+        full = size // t
+        rem = size - full * t
+        full_count = full_count + count * full
+        level.append((rem, count * (rem > 0)))
+    return [(t, full_count)] + level
+
+
+def spatial_quantities(q: dict, s: int, max_factor: int, footprints, block: int) -> dict:
+    """Add a spatial split at level ``s`` to every chain: parts of extent ``P`` across instances.
+
+    A chain may split each level-``(s-1)`` piece into parts of ``P`` (one
+    per instance along a mesh axis) when ``P`` divides every level-``(s-1)``
+    piece, so that all active instances hold equal parts; ``factor =
+    T_{s-1} / P <= max_factor``. Factor 1 is the unsplit chain. Instance
+    ``q`` is active in the pieces of at least ``(q+1) * P``; it walks its own
+    tree: the active pieces above ``s`` and, inside each, its part split by
+    ``T_s..T_J``. Its counts, footprint sums, still sums (a level-``k`` piece
+    above ``s`` is still for instance ``q`` when no loop from ``k+1`` to
+    ``s-1`` splits it and ``T_i = P``) and calls are computed exactly; the
+    model reads their sum over instances and the representative's (``q = 0``).
+    """
+    tiles, extent = q["tiles"], q["extent"]
+    rows, depth = tiles.shape
+    parent = np.full(rows, extent, dtype=np.int64) if s == 1 else tiles[:, s - 2]
+    above = q["pieces"][s - 1]
+    common = np.zeros(rows, dtype=np.int64)
+    for size, count in above:
+        common = np.gcd(common, np.where(count > 0, size, 0))
+    chosen_rows, parts, factors = [np.arange(rows)], [parent], [np.ones(rows, dtype=np.int64)]
+    for m in range(2, max_factor + 1):
+        part = parent // m
+        ok = (parent % m == 0) & (part >= tiles[:, s - 1]) & (part > 0)
+        ok &= np.where(part > 0, common % np.maximum(part, 1) == 0, False)
+        idx = np.flatnonzero(ok)
+        chosen_rows.append(idx)
+        parts.append(part[idx])
+        factors.append(np.full(idx.size, m, dtype=np.int64))
+    sel = np.concatenate(chosen_rows)
+    part = np.concatenate(parts)
+    factor = np.concatenate(factors)
+    out = {k: (v[sel] if isinstance(v, np.ndarray) else v) for k, v in q.items() if k not in ("sums", "small", "pieces")}
+    out["sums"] = {f: v[sel] for f, v in q["sums"].items()}
+    out["small"] = {f: {k: v[sel] for k, v in d.items()} for f, d in q["small"].items()}
+    pieces = [[(sz[sel], c[sel]) for sz, c in lv] for lv in q["pieces"]]
+    out["pieces"] = pieces
+    out["parts"], out["factors"] = part, factor
+    out["flavoured"] = _instance_views(out, pieces, s, part, factor, footprints, block)
+    return out
+
+
+def _instance_views(q: dict, pieces, s: int, part: np.ndarray, factor: np.ndarray, footprints, block: int) -> dict:
+    tiles = q["tiles"]
+    rows, depth = tiles.shape
+    split = factor > 1
+    parent = np.full(rows, q["extent"], dtype=np.int64) if s == 1 else tiles[:, s - 2]
+
+    def f_of(f, size):
+        return f[0] * size + f[1]
+
+    # The pieces of one part, levels s..J (index 0 is the part itself).
+    part_pieces = [[(part, np.ones(rows, dtype=np.int64))]]
+    for j in range(s, depth + 1):
+        part_pieces.append(_split(part_pieces[-1], tiles[:, j - 1]))
+
+    def level_pieces(k):  # the pieces of one part at level k >= s
+        return part_pieces[k - s + 1]
+
+    views = {}
+    for name, instances in (("rep", [0]), ("sum", list(range(int(factor.max()))))):
+        counts = np.zeros((rows, depth + 1), dtype=np.int64)
+        sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
+        small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(s, depth + 1) for k in range(i)}
+                 for f in footprints}
+        calls = np.zeros(rows, dtype=np.int64)
+        for inst in instances:
+            here = inst < factor  # this instance exists in this chain
+            active = [[(c * (np.minimum(sz, parent) >= (inst + 1) * part) * here) for sz, c in lv] for lv in pieces[:s]]
+            n_active = sum(active[s - 1])
+            for k in range(s):
+                counts[:, k] += sum(active[k])
+                for f in footprints:
+                    sums[f][:, k] += sum(a * f_of(f, sz) for (sz, _), a in zip(pieces[k], active[k]))
+            for k in range(s, depth + 1):
+                counts[:, k] += n_active * sum(c for _, c in level_pieces(k))
+                for f in footprints:
+                    sums[f][:, k] += n_active * sum(c * f_of(f, sz) for sz, c in level_pieces(k))
+            for f in footprints:
+                for i in range(s, depth + 1):
+                    ti = tiles[:, i - 1]
+                    for k in range(i):
+                        if k >= s:
+                            small[f][(k, i)] += n_active * sum(c * f_of(f, sz) * (sz <= ti) for sz, c in level_pieces(k))
+                        else:
+                            unsplit = sum(a * (sz <= parent) for (sz, _), a in zip(pieces[k], active[k]))
+                            small[f][(k, i)] += unsplit * (ti == part) * f_of(f, part)
+            calls += n_active * sum(c * (-(-sz // block)) for sz, c in level_pieces(depth))
+        # Unsplit chains: the one instance sees the plain tree.
+        counts[~split] = q["counts"][~split]
+        for f in footprints:
+            sums[f][~split] = q["sums"][f][~split]
+            for key in small[f]:
+                small[f][key][~split] = q["small"][f][key][~split]
+        calls[~split] = q["calls"][~split]
+        views[name] = {"counts": counts, "sums": sums, "small": small, "calls": calls}
+    return views
 
 
 def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
@@ -218,6 +345,12 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
                 for f in sorted(q["small"]) if q["small"][f]]
     columns.append(q["calls"][:, None])
+    if q.get("flavoured"):
+        columns.append(q["factors"][:, None])
+        for view in (q["flavoured"]["rep"], q["flavoured"]["sum"]):
+            columns += [view["counts"], view["calls"][:, None]] + [view["sums"][f] for f in sorted(view["sums"])]
+            columns += [np.stack([view["small"][f][k] for k in sorted(view["small"][f])], axis=1)
+                        for f in sorted(view["small"]) if view["small"][f]]
     signature = np.concatenate(columns, axis=1)
     signature = signature[:, np.any(signature != signature[:1], axis=0)]  # drop constant columns
     # Group by a 64-bit hash of the signature (one sort key instead of many);
@@ -254,6 +387,13 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
         raw_count=raw,
         reduced=reduced,
         family=family,
+        parts=None if q.get("parts") is None else q["parts"][idx],
+        factors=None if q.get("factors") is None else q["factors"][idx],
+        flavoured=None if not q.get("flavoured") else {
+            name: {"counts": v["counts"][idx], "calls": v["calls"][idx],
+                   "sums": {f: a[idx] for f, a in v["sums"].items()},
+                   "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
+            for name, v in q["flavoured"].items()},
     )
 
 
@@ -267,10 +407,15 @@ def _dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
     """
     if not any(q["small"][f] for f in q["small"]):
         return idx
-    exact = np.concatenate([q["counts"][idx]] + [q["sums"][f][idx] for f in sorted(q["sums"])]
-                           + [q["calls"][idx][:, None]], axis=1)
-    still = np.concatenate([np.stack([q["small"][f][k][idx] for k in sorted(q["small"][f])], axis=1)
-                            for f in sorted(q["small"]) if q["small"][f]], axis=1)
+    views = [q] + ([q["flavoured"]["rep"], q["flavoured"]["sum"]] if q.get("flavoured") else [])
+    exact_cols = [q["factors"][idx][:, None]] if q.get("flavoured") else []
+    still_cols = []
+    for v in views:
+        exact_cols += [v["counts"][idx]] + [v["sums"][f][idx] for f in sorted(v["sums"])] + [v["calls"][idx][:, None]]
+        still_cols += [np.stack([v["small"][f][k][idx] for k in sorted(v["small"][f])], axis=1)
+                       for f in sorted(v["small"]) if v["small"][f]]
+    exact = np.concatenate(exact_cols, axis=1)
+    still = np.concatenate(still_cols, axis=1)
     tiles = q["tiles"][idx]
     _, group = np.unique(exact, axis=0, return_inverse=True)
     group = group.ravel()

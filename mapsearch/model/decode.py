@@ -9,7 +9,7 @@ from ortools.sat.python import cp_model
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import decode_order
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
-from mapsearch.schedule.schedule import LevelMapping, Schedule
+from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
 
 
 def value(solver: cp_model.CpSolver, q: Q | object) -> int:
@@ -30,9 +30,26 @@ def decode(enc: Encoding, solver: cp_model.CpSolver) -> Schedule:
     for j in range(1, J + 1):
         tile = tuple((d, value(solver, enc.tile[(d, j)])) for d in dims)
         keep = frozenset(t for t in w.tensor_names if value(solver, enc.kept[(t, j)]))
-        levels.append(LevelMapping(arch.levels[j].name, tile, decode_order(before, j, dims), keep))
+        spatial = spatial_splits(enc, solver) if j == enc.spatial_level else ()
+        levels.append(LevelMapping(arch.levels[j].name, tile, decode_order(before, j, dims), keep, spatial))
     homes = tuple((t, arch.levels[p.home(t)].name) for t in w.tensor_names)
     return Schedule(w, arch, tuple(levels), homes, predicted_figures(enc, solver))
+
+
+def spatial_splits(enc: Encoding, solver: cp_model.CpSolver) -> tuple[SpatialSplit, ...]:
+    """The split dimensions with their part extent and mesh axis, in dimension order."""
+    mesh = enc.problem.architecture.levels[enc.spatial_level].mesh
+    out = []
+    for d, factor in enc.factor.items():
+        if value(solver, factor) > 1:
+            row = value(solver, enc.choice[d]) if not isinstance(enc.choice[d], int) else 0
+            axis = next(a for a in range(len(mesh)) if _holds(solver, enc.on_axis[(d, a)]))
+            out.append(SpatialSplit(d, int(enc.chains[d].parts[row]), mesh[axis].name))
+    return tuple(out)
+
+
+def _holds(solver: cp_model.CpSolver, lit) -> bool:
+    return lit if isinstance(lit, bool) else bool(solver.boolean_value(lit))
 
 
 def predicted_figures(enc: Encoding, solver: cp_model.CpSolver) -> Figures:
@@ -51,4 +68,6 @@ def predicted_figures(enc: Encoding, solver: cp_model.CpSolver) -> Figures:
         macs=w.macs,
         block_macs=arch.compute.block_macs,
         occupancy=tuple((lv.name, value(solver, enc.occupancy[i])) for i, lv in enumerate(arch.levels)),
+        compute_instances=arch.levels[enc.spatial_level].instances if enc.spatial_level is not None else 1,
+        busiest_calls=value(solver, enc.busiest_calls),
     )

@@ -36,38 +36,86 @@ def add_residency(enc: Encoding, forced: dict[tuple[str, int], bool]) -> None:
 
 
 def add_link_words(enc: Encoding) -> None:
-    """``link_tensor_down/up[(X, a)]`` for every tensor and link into level ``a``."""
+    """``link_tensor_down/up[(X, a)]`` for every tensor and link into level ``a``.
+
+    Below a meshed level ``s`` a link has one copy per instance: the words
+    are summed over the copies and the busiest copy's words (``*_busiest``)
+    set the time. Partial sums of an output come back per instance, less the
+    first visit of each region the instance owns: summed over instances that
+    is ``|X| * prod(factor_d)`` over split reduction dimensions (each such
+    instance visits every region of its share). On links down to ``s`` the
+    views of model/spatial.py give multicast and in-network reduction.
+    """
+    from mapsearch.model.spatial import split_dims, views
+
     p = enc.problem
     w = p.workload
     J = p.depth
+    s = enc.spatial_level
     for t in w.tensor_names:
         home = p.home(t)
         size = w.tensor_words(t)
         is_out = w.is_output(t)
+        relevant = w.tensor(t).dims
         for a in range(1, J + 1):
+            per_copy = s is not None and a > s
             down: list[Q] = []
             up: list[Q] = []
+            down_time: list[Q] = []
+            up_time: list[Q] = []
             if a > home:
                 for i in range(a, J + 1):
                     through = enc.bool_and([enc.kept[(t, i)]] + [negate(enc.kept[(t, j)]) for j in range(a, i)],
                                            f"through_{t}_{a}_{i}")
                     if through is False:
                         continue
-                    words = region_words(enc, t, i)
+                    words = region_words(enc, t, i, views(enc, t, i, a, "words"))
                     moved = enc.select(through, words, Q.const(0), f"cross_{t}_{a}_{i}")
-                    if is_out:
-                        up.append(moved)
-                        back = Q(words.expr - size, max(0, words.lo - size), words.hi - size) if not words.is_const \
-                            else Q.const(int(words.expr) - size)
-                        down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
-                    else:
+                    busiest = region_words(enc, t, i, views(enc, t, i, a, "time")) if per_copy else words
+                    moved_time = enc.select(through, busiest, Q.const(0), f"cross_time_{t}_{a}_{i}") if per_copy else moved
+                    if not is_out:
                         down.append(moved)
+                        down_time.append(moved_time)
+                        continue
+                    up.append(moved)
+                    up_time.append(moved_time)
+                    if per_copy:
+                        reductions = [enc.factor[d] for d in split_dims(enc) if d not in relevant]
+                        firsts = enc.product([Q.const(size)] + reductions, f"first_visits_{t}")
+                        back = _minus(words, firsts)
+                        owned = enc.product([_owned(enc, t, d) for d in w.dims if d in relevant], f"owned_{t}")
+                        back_time = _minus(busiest, owned)
+                    else:
+                        back = _minus(region_words(enc, t, i, views(enc, t, i, a, "back")), Q.const(size))
+                        back_time = back
+                    down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
+                    down_time.append(enc.select(through, back_time, Q.const(0), f"back_time_{t}_{a}_{i}"))
             enc.link_tensor_down[(t, a)] = enc.total(down)
             enc.link_tensor_up[(t, a)] = enc.total(up)
+            enc.link_tensor_down_busiest[(t, a)] = enc.total(down_time)
+            enc.link_tensor_up_busiest[(t, a)] = enc.total(up_time)
+
+
+def _minus(q: Q, r: Q) -> Q:
+    """``q - r`` where ``r <= q`` is known to hold."""
+    if q.is_const and r.is_const:
+        return Q.const(int(q.expr) - int(r.expr))
+    return Q(q.expr - r.expr, max(0, q.lo - r.hi), max(0, q.hi - r.lo))
+
+
+def _owned(enc: Encoding, tensor: str, d: str) -> Q:
+    """The representative instance's extent of ``tensor`` along ``d`` (its whole share)."""
+    from mapsearch.model.problem import footprint
+    from mapsearch.model.spatial import split_dims
+    from mapsearch.model.tiles import piece_sum
+
+    w = enc.problem.workload
+    view = "rep" if d in split_dims(enc) else None
+    return piece_sum(enc, d, footprint(w.tensor(tensor), d, w), enc.problem.depth, view)
 
 
 def add_link_times(enc: Encoding) -> None:
-    """Scaled link time per line model.
+    """Scaled link time per line model, from the busiest copy's words.
 
     shared:   time = (down + up) * input_clocks_per_word
     separate: time = max(down * input_clocks_per_word, up * output_clocks_per_word)
@@ -75,8 +123,8 @@ def add_link_times(enc: Encoding) -> None:
     p = enc.problem
     for a in range(1, p.depth + 1):
         link = p.architecture.levels[a].link
-        down = enc.total([enc.link_tensor_down[(t, a)] for t in p.workload.tensor_names])
-        up = enc.total([enc.link_tensor_up[(t, a)] for t in p.workload.tensor_names])
+        down = enc.total([enc.link_tensor_down_busiest[(t, a)] for t in p.workload.tensor_names])
+        up = enc.total([enc.link_tensor_up_busiest[(t, a)] for t in p.workload.tensor_names])
         icpw = int(link.input_clocks_per_word * enc.scale)
         ocpw = int(link.output_clocks_per_word * enc.scale)
         if link.lines == "shared":

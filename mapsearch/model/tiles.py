@@ -24,29 +24,47 @@ def add_tile_choices(enc: Encoding) -> None:
             enc.count[(d, j)] = enc.lookup(d, ch.counts[:, j], f"pieces_L{j}")
 
 
-def piece_sum(enc: Encoding, d: str, f: Footprint, j: int) -> Q:
+def _table(enc: Encoding, d: str, view: str | None) -> dict:
+    """The chain table of ``d`` seen plainly (``None``), by the representative instance or summed over instances."""
+    ch = enc.chains[d]
+    if view is None or ch.flavoured is None:
+        return {"counts": ch.counts, "sums": ch.sums, "small": ch.small, "calls": ch.calls}
+    return ch.flavoured[view]
+
+
+def piece_sum(enc: Encoding, d: str, f: Footprint, j: int, view: str | None = None) -> Q:
     """``sum over level-j pieces x of f(x)``."""
-    key = ("sum", d, f, j)
+    key = ("sum", d, f, j, view)
     if key not in enc.cache:
-        enc.cache[key] = enc.lookup(d, enc.chains[d].sums[f][:, j], f"sum_L{j}")
+        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["sums"][f][:, j], f"sum_L{j}")
     return enc.cache[key]
 
 
-def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int) -> Q:
+def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: str | None = None) -> Q:
     """``sum over level-k pieces x <= T_i of f(x)``; for ``k == i`` every piece counts."""
     if k == i:
-        return piece_sum(enc, d, f, i)
-    key = ("small", d, f, k, i)
+        return piece_sum(enc, d, f, i, view)
+    key = ("small", d, f, k, i, view)
     if key not in enc.cache:
-        enc.cache[key] = enc.lookup(d, enc.chains[d].small[f][(k, i)], f"small_L{k}_{i}")
+        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["small"][f][(k, i)], f"small_L{k}_{i}")
     return enc.cache[key]
 
 
-def count_step(enc: Encoding, d: str, j: int) -> Q:
-    """``N_j - N_{j-1}``: how many times the level-``j`` loop over ``d`` advances in the whole run."""
-    key = ("step", d, j)
+def piece_count(enc: Encoding, d: str, j: int, view: str | None = None) -> Q:
+    """``N_j``: level-``j`` pieces (``view``: per instance, see :func:`_table`)."""
+    if view is None or enc.chains[d].flavoured is None:
+        return enc.count[(d, j)]
+    key = ("count", d, j, view)
     if key not in enc.cache:
-        c = enc.chains[d].counts
+        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["counts"][:, j], f"pieces_L{j}_{view}")
+    return enc.cache[key]
+
+
+def count_step(enc: Encoding, d: str, j: int, view: str | None = None) -> Q:
+    """``N_j - N_{j-1}``: how many times the level-``j`` loop over ``d`` advances in the whole run."""
+    key = ("step", d, j, view if enc.chains[d].flavoured is not None else None)
+    if key not in enc.cache:
+        c = _table(enc, d, view)["counts"]
         enc.cache[key] = enc.lookup(d, c[:, j] - c[:, j - 1], f"advances_L{j}")
     return enc.cache[key]
 
@@ -68,9 +86,12 @@ def whole_at(enc: Encoding, d: str, j: int) -> Q:
     return enc.cache[key]
 
 
-def calls_along(enc: Encoding, d: str) -> Q:
-    """``sum over innermost pieces x of ceil(x / b_d)``."""
-    return enc.lookup(d, enc.chains[d].calls, "calls")
+def calls_along(enc: Encoding, d: str, view: str | None = None) -> Q:
+    """``sum over innermost pieces x of ceil(x / b_d)`` (per instance view where split)."""
+    key = ("calls", d, view if enc.chains[d].flavoured is not None else None)
+    if key not in enc.cache:
+        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["calls"], "calls")
+    return enc.cache[key]
 
 
 def single_trip(enc: Encoding, d: str, j: int):

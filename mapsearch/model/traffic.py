@@ -34,15 +34,31 @@ from __future__ import annotations
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
 from mapsearch.model.problem import footprint
-from mapsearch.model.tiles import count_step, piece_sum, small_sum
+from mapsearch.model.tiles import count_step, piece_count, piece_sum, small_sum
 
 
-def region_words(enc: Encoding, tensor: str, i: int) -> Q:
-    """``words(X, i)`` above, as an exact quantity."""
-    key = (tensor, i)
+View = object  # None (plain), "rep", "sum", or a literal: rep when true, sum when false
+
+
+def view_key(view: View) -> object:
+    if view is None or isinstance(view, (str, bool)):
+        return view
+    return ("lit", view.index)
+
+
+def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | None = None) -> Q:
+    """``words(X, i)`` above, as an exact quantity.
+
+    ``views[d]`` says how dimension ``d``'s pieces are seen below a spatial
+    split (docs/spatial.md): ``"sum"`` over instances, ``"rep"`` for the
+    representative instance, or a literal choosing between them (multicast
+    depends on the mesh axis a dimension is mapped to). ``None``: plain.
+    """
+    w = enc.problem.workload
+    views = views or {}
+    key = (tensor, i, tuple((d, view_key(views.get(d))) for d in w.dims))
     if key in enc.words:
         return enc.words[key]
-    w = enc.problem.workload
     access = w.tensor(tensor)
     relevant = [d for d in w.dims if d in access.dims]
     irrelevant = [d for d in w.dims if d not in access.dims]
@@ -51,27 +67,38 @@ def region_words(enc: Encoding, tensor: str, i: int) -> Q:
         return enc.words[key]
     fp = {d: footprint(access, d, w) for d in relevant}
 
+    def seen(d: str, get) -> Q:
+        v = views.get(d)
+        if v is None or isinstance(v, str):
+            return get(v)
+        return enc.select(v, get("rep"), get("sum"), f"{tensor}_L{i}_{d}_view")
+
+    def count(d: str, j: int) -> Q:
+        return seen(d, lambda v: piece_count(enc, d, j, v))
+
     # The prefix reaches e's level-i loop when e is outer to some relevant loop there.
     in_prefix = {e: enc.bool_or([before(enc, i, e, d) for d in relevant], f"{tensor}_L{i}_{e}_in_prefix")
                  for e in irrelevant}
-    main = [piece_sum(enc, d, fp[d], i) for d in relevant]
-    main += [enc.select(in_prefix[e], enc.count[(e, i)], enc.count[(e, i - 1)], f"{tensor}_L{i}_{e}_trips")
+    main = [seen(d, lambda v, d=d: piece_sum(enc, d, fp[d], i, v)) for d in relevant]
+    main += [enc.select(in_prefix[e], count(e, i), count(e, i - 1), f"{tensor}_L{i}_{e}_trips")
              for e in irrelevant]
     total = enc.product(main, f"words_{tensor}_L{i}_all")
 
     corrections: list[Q] = []
     for e in irrelevant:
         for j in range(1, i + 1):
-            step = count_step(enc, e, j)
+            step = seen(e, lambda v, e=e, j=j: count_step(enc, e, j, v))
             if step.is_const and int(step.expr) == 0:
                 continue  # e's level-j loop never advances
             factors = [step]
             for d in relevant:
-                factors.append(enc.select(before(enc, j, d, e), small_sum(enc, d, fp[d], j, i),
-                                          small_sum(enc, d, fp[d], j - 1, i), f"{tensor}_L{i}_{d}_still"))
+                factors.append(enc.select(before(enc, j, d, e),
+                                          seen(d, lambda v, d=d, j=j: small_sum(enc, d, fp[d], j, i, v)),
+                                          seen(d, lambda v, d=d, j=j: small_sum(enc, d, fp[d], j - 1, i, v)),
+                                          f"{tensor}_L{i}_{d}_still"))
             for g in irrelevant:
                 if g != e:
-                    factors.append(enc.select(before(enc, j, g, e), enc.count[(g, j)], enc.count[(g, j - 1)],
+                    factors.append(enc.select(before(enc, j, g, e), count(g, j), count(g, j - 1),
                                               f"{tensor}_L{i}_{g}_ctx"))
             c = enc.product(factors, f"reuse_{tensor}_L{i}_{e}{j}")
             if j == i:
@@ -85,8 +112,10 @@ def region_words(enc: Encoding, tensor: str, i: int) -> Q:
     else:
         result = total
     if not result.is_const:
-        # Every region is visited, so a tensor with plain axes moves at least its own size.
-        floor = w.tensor_words(tensor) if all(ix.is_plain for ix in access.indices) else 0
+        # Every region is visited, so a tensor with plain axes moves at least its own size
+        # (the representative instance of a split sees only its share: no floor then).
+        split = any(views.get(d) is not None for d in w.dims)
+        floor = w.tensor_words(tensor) if all(ix.is_plain for ix in access.indices) and not split else 0
         v = enc.model.new_int_var(max(result.lo, floor), max(result.hi, floor), f"words_{tensor}_L{i}")
         enc.model.add(v == result.expr)
         result = Q(v, result.lo, result.hi)

@@ -215,7 +215,8 @@ def _floor(enc: Encoding, name: str) -> int | None:
         return None
     import numpy as np
 
-    fewest_calls = math.prod(int(np.min(c.calls)) for c in enc.chains.values())
+    fewest_calls = math.prod(int(np.min(c.calls if c.flavoured is None else c.flavoured["rep"]["calls"]))
+                             for c in enc.chains.values())
     return fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale)
 
 

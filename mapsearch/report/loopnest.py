@@ -47,10 +47,11 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from mapsearch.errors import MapsearchError
 from mapsearch.report.text import format_exact
 from mapsearch.schedule.schedule import Schedule
 
-__all__ = ["loop_nest_code", "loop_nest_lines", "trips_note"]
+__all__ = ["loop_nest_code", "loop_nest_lines", "refuse_spatial", "trips_note"]
 
 INDENT = "    "
 
@@ -184,6 +185,7 @@ class _Names:
 def loop_nest_code(schedule: Schedule) -> str:
     """The schedule as Python-like pseudo-code (valid Python; see the module docstring)."""
     s = schedule
+    refuse_spatial(s, "the loop-nest export")
     w, arch = s.workload, s.architecture
     depth = arch.depth
     dims = w.dims
@@ -388,6 +390,13 @@ def loop_nest_code(schedule: Schedule) -> str:
             emit(f'if {held} is not None:  # the end: the last {mv.tensor} tile at {level_names[mv.level]} goes up')
             emit(f'{INDENT}store({held}, src="{level_names[mv.level]}", into="{level_names[up]}"){_comment_via(s, mv.level, up)}')
     return "\n".join(lines) + "\n"
+
+
+def refuse_spatial(s: Schedule, what: str) -> None:
+    """Spatial splits are not exported yet: say so rather than drop them."""
+    levels = [lm.level for lm in s.levels if getattr(lm, "spatial", ())]
+    if levels:
+        raise MapsearchError(f"{what} does not handle spatial splits yet (at {', '.join(levels)})")
 
 
 def _may_repeat(loops: list[_Loop], at: int, relevant: frozenset[str]) -> bool:

@@ -38,6 +38,7 @@ import math
 from typing import Any, Mapping
 
 from mapsearch.errors import MapsearchError
+from mapsearch.report.loopnest import refuse_spatial
 from mapsearch.report.text import format_exact
 from mapsearch.schedule.schedule import Schedule
 
@@ -66,6 +67,7 @@ def timeloop_mapping(schedule: Schedule) -> dict[str, Any]:
     state exactly (empty when it is exact).
     """
     s = schedule
+    refuse_spatial(s, "the Timeloop export")
     w, arch = s.workload, s.architecture
     depth = arch.depth
     up = timeloop_dim_names(s)

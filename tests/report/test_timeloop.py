@@ -138,3 +138,20 @@ def divisor_schedules(draw):
 @given(divisor_schedules())
 def test_divisor_tilings_round_trip(s):
     assert_round_trip(s)
+
+
+def test_spatial_splits_are_refused_not_dropped():
+    import dataclasses
+
+    import pytest
+
+    from mapsearch.errors import MapsearchError
+    from mapsearch.report.loopnest import loop_nest_code
+    from mapsearch.schedule.schedule import SpatialSplit
+
+    s = load_schedule(EXAMPLES / "worked-example-mnk.schedule.json")
+    l0 = dataclasses.replace(s.levels[1], spatial=(SpatialSplit("m", 1, "x"),))
+    s = dataclasses.replace(s, levels=(s.levels[0], l0))
+    for export in (timeloop_mapping, loop_nest_code):
+        with pytest.raises(MapsearchError, match="spatial splits yet"):
+            export(s)

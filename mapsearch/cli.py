@@ -6,6 +6,8 @@
                     [--link-energy NAME=COST ...] [--op-energy X]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
     mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
+    mapsearch sweep SWEEP.yaml [--out DIR] [--workers N] [--scheduler tcp://HOST:PORT]
+                    [--retry-failed] [--time-limit S] [--export-only] [-q]
 
 Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``,
 and always after ``solve``) or the data check failed; 2 bad input, an
@@ -206,6 +208,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """Hand over to ``mapsearch.sweep.cli_sweep.run(args)``; its return value is the exit code."""
+    from mapsearch.sweep.cli_sweep import run
+
+    return run(args)
+
+
 # --------------------------------------------------------------------------
 # The parser and main.
 # --------------------------------------------------------------------------
@@ -301,6 +310,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of to stdout")
     export.set_defaults(func=_cmd_export)
+
+    from mapsearch.sweep.cli_sweep import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub, common).set_defaults(func=_cmd_sweep)
     return parser
 
 

@@ -397,9 +397,15 @@ def load_architecture(path: str | Path) -> Architecture:
 
 
 def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tuple[Workload, Architecture, dict[str, str]]:
-    """Read both files and check the workload's homes against the architecture."""
+    """Read both files and check the workload's homes against the architecture.
+
+    ``architecture_path`` may also name a preset (:mod:`mapsearch.presets`)
+    when no such file exists.
+    """
+    from mapsearch.presets import resolve_architecture  # presets read files through this module
+
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
-    architecture = load_architecture(architecture_path)
+    architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
     return workload, architecture, homes
 

@@ -1,0 +1,108 @@
+"""One case of a sweep, and the function that runs it anywhere.
+
+A :class:`Case` is frozen, picklable and self-contained: its ``spec`` is the
+canonical JSON of the fully resolved workload, architecture, objective,
+constraints and solver settings, and ``case_id`` is a hash of that text
+(:func:`mapsearch.sweep.spec.case_content_id`). The time limit is not part
+of the identity: a proven optimum does not depend on it.
+
+:func:`run_case` solves, replays (count mode) and compares, like ``mapsearch
+solve``, and returns a plain dict; it never raises for a case that fails
+(infeasible, out of time, replay mismatch, a bug): the failure is recorded
+in the dict and the sweep goes on. It runs in a worker process (local pool
+or Dask worker) and writes nothing: the parent stores what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES"]
+
+OK_STATUSES = ("OPTIMAL", "FEASIBLE")
+FAILED_STATUSES = ("INFEASIBLE", "TIMEOUT", "MISMATCH", "ERROR")
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    workload: str  # names, for reports
+    architecture: str
+    objective: str
+    constraints: str  # the constraints' name, "" for none
+    params: tuple[tuple[str, Any], ...]  # (path, value) applied to the specs
+    spec: str  # canonical JSON: workload, architecture, objective, constraints, solver
+    time_limit: float
+
+    @property
+    def content(self) -> dict[str, Any]:
+        return json.loads(self.spec)
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())}"
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    """Solve, replay and compare one case; a JSON-ready dict (see :mod:`mapsearch.sweep`).
+
+    Keys: ``case_id``, ``status`` (OPTIMAL, FEASIBLE or one of
+    :data:`FAILED_STATUSES`), ``error`` (``'Type: one line'`` or None),
+    ``solve_seconds``, ``wall_seconds``, ``report`` (the
+    :func:`~mapsearch.report.solve_report.solve_report_dict` without its
+    schedule, or None), ``schedule`` (the schedule file's text, or None; not
+    given for a mismatch, as ``mapsearch solve`` writes none) and ``worker``.
+    """
+    from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
+    from mapsearch.model.problem import Problem
+    from mapsearch.report.solve_report import solve_report_dict
+    from mapsearch.schedule.json_io import dumps_schedule
+    from mapsearch.sim.replay import replay
+    from mapsearch.solve.constraints import Constraints, constraints_from_dict
+    from mapsearch.solve.options import SolveOptions
+    from mapsearch.solve.run import solve
+    from mapsearch.spec.load import architecture_from_dict, workload_from_dict
+
+    start = time.perf_counter()
+    out: dict[str, Any] = {"case_id": case.case_id, "status": "ERROR", "error": None, "solve_seconds": None,
+                           "report": None, "schedule": None, "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    try:
+        content = case.content
+        workload_doc = dict(content["workload"])
+        homes = tuple(sorted((workload_doc.pop("homes", None) or {}).items()))
+        workload = workload_from_dict(workload_doc, case.workload)
+        arch = architecture_from_dict(content["architecture"], case.architecture)
+        raw = content.get("constraints")
+        constraints = Constraints() if raw is None else constraints_from_dict(raw, case.constraints)
+        options = SolveOptions(objective=case.objective, time_limit=case.time_limit,
+                               workers=content["solver"]["workers"], seed=content["solver"]["seed"])
+        result = solve(Problem(workload, arch, homes), constraints, options)
+        out["solve_seconds"] = float(result.solve_seconds)
+        mode = content.get("replay_mode", "count")
+        replayed = replay(result.schedule, mode=mode)
+        report = solve_report_dict(result, replayed, mode=mode)
+        report.pop("schedule", None)
+        out["report"] = report
+        if report["mismatches"]:
+            out["status"] = "MISMATCH"
+            out["error"] = "ReplayMismatch: " + "; ".join(
+                f"{m['field']}: predicted {m['predicted']}, replayed {m['replayed']}" for m in report["mismatches"])
+        else:
+            out["status"] = result.status
+            out["schedule"] = dumps_schedule(result.schedule)
+    except InfeasibleError as e:
+        core = f" (conflicting: {', '.join(e.core)})" if e.core and not all(c in str(e) for c in e.core) else ""
+        out["status"], out["error"] = "INFEASIBLE", _one_line(e) + core
+    except SolverTimeout as e:
+        out["status"], out["error"] = "TIMEOUT", _one_line(e)
+    except MapsearchError as e:
+        out["status"], out["error"] = "ERROR", _one_line(e)
+    except Exception as e:  # a bug in one case must not stop the sweep; it is recorded with its type
+        out["status"], out["error"] = "ERROR", _one_line(e)
+    out["wall_seconds"] = time.perf_counter() - start
+    return out

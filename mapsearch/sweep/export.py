@@ -1,0 +1,184 @@
+"""Write a sweep's stored results out: JSON Lines, CSV, schedule files and a summary table.
+
+Rows follow the sweep's case order; cases not yet run are left out (the
+summary counts them as pending). Every file is written to a temporary name
+and renamed, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from mapsearch.sweep.case import FAILED_STATUSES, Case
+from mapsearch.sweep.store import ResultStore
+
+__all__ = ["result_rows", "export", "summary_text", "ROW_KEYS"]
+
+ROW_KEYS = (
+    "case_id", "workload", "architecture", "objective", "constraints", "params", "status", "error",
+    "solve_seconds", "time", "utilization", "words_total", "compute_time", "op_calls", "mac_efficiency",
+    "macs", "bound", "gap", "extents", "capacities", "links",
+)
+_REPORT_KEYS = ("time", "utilization", "words_total", "compute_time", "op_calls", "mac_efficiency", "macs", "bound", "gap")
+
+
+def result_rows(cases: Sequence[Case], store: ResultStore) -> list[dict[str, Any]]:
+    """One JSON-ready row per finished case (see :mod:`mapsearch.sweep` for the keys)."""
+    stored = store.rows(c.case_id for c in cases)
+    rows = []
+    for case in cases:
+        row = stored.get(case.case_id)
+        if row is None:
+            continue
+        report = row["report"] or {}
+        content = case.content
+        out: dict[str, Any] = {
+            "case_id": case.case_id,
+            "workload": case.workload,
+            "architecture": case.architecture,
+            "objective": case.objective,
+            "constraints": case.constraints or None,
+            "params": dict(case.params),
+            "status": row["status"],
+            "error": row["error"],
+            "solve_seconds": row["solve_seconds"],
+        }
+        for key in _REPORT_KEYS:
+            out[key] = report.get(key)
+        out["extents"] = dict(content["workload"]["extents"])
+        out["capacities"] = {lv["name"]: lv["capacity"] for lv in content["architecture"]["levels"]}
+        out["links"] = [
+            {k: link[k] for k in ("name", "words_down", "words_up", "words", "time")} for link in report.get("links", [])
+        ]
+        rows.append(out)
+    return rows
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    """Flat columns: the scalar keys, ``param:PATH``, ``extent:DIM``, ``capacity:LEVEL``, ``link:NAME:FIELD``."""
+    columns: list[str] = []
+
+    def add(name: str) -> None:
+        if name not in columns:
+            columns.append(name)
+
+    flat_rows = []
+    for row in rows:
+        flat: dict[str, Any] = {}
+        for key in ROW_KEYS:
+            value = row.get(key)
+            if key == "params":
+                for path, v in value.items():
+                    flat[f"param:{path}"] = v
+            elif key == "extents":
+                for d, v in value.items():
+                    flat[f"extent:{d}"] = v
+            elif key == "capacities":
+                for level, v in value.items():
+                    flat[f"capacity:{level}"] = v
+            elif key == "links":
+                for link in value:
+                    for field in ("words_down", "words_up", "words", "time"):
+                        flat[f"link:{link['name']}:{field}"] = link[field]
+            else:
+                flat[key] = value
+        flat_rows.append(flat)
+    for key in ROW_KEYS:
+        if key not in ("params", "extents", "capacities", "links"):
+            add(key)
+    for flat in flat_rows:
+        for name in flat:
+            add(name)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for flat in flat_rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
+    return buf.getvalue()
+
+
+def _fmt(value: Any, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "pct":
+        return f"{value * 100:.1f}%"
+    if kind == "s":
+        return f"{value:.2f}"
+    if isinstance(value, float):
+        return f"{value:,.6g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _table(header: list[str], body: Iterable[list[str]], right: set[int]) -> list[str]:
+    rows = [header] + list(body)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for n, r in enumerate(rows):
+        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def summary_text(name: str, cases: Sequence[Case], rows: list[dict[str, Any]]) -> str:
+    """A table, one line per finished case (workload x architecture x ... x parameters), then totals."""
+    show_objective = len({c.objective for c in cases}) > 1
+    show_constraints = any(c.constraints for c in cases)
+    header = ["workload", "architecture"] + (["objective"] if show_objective else []) + \
+        (["constraints"] if show_constraints else []) + ["params", "status", "time", "utilization", "words", "solve s"]
+    body = []
+    for r in rows:
+        params = " ".join(f"{k.split('.', 1)[1]}={v}" for k, v in r["params"].items()) or "-"
+        line = [r["workload"], r["architecture"]] + ([r["objective"]] if show_objective else []) + \
+            ([r["constraints"] or "-"] if show_constraints else [])
+        line += [params, r["status"], _fmt(r["time"], ""), _fmt(r["utilization"], "pct"), _fmt(r["words_total"], ""),
+                 _fmt(r["solve_seconds"], "s")]
+        body.append(line)
+    n = len(header)
+    lines = [f"sweep {name}: {len(cases)} case(s)", ""]
+    lines += _table(header, body, {n - 4, n - 3, n - 2, n - 1})
+    by_status: dict[str, int] = {}
+    for r in rows:
+        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+    pending = len(cases) - len(rows)
+    solve_total = sum(r["solve_seconds"] or 0.0 for r in rows)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) or "none"
+    lines += ["", f"totals: {len(rows)} finished ({counts}), {pending} pending; solve time {solve_total:.2f} s"]
+    failed = [r for r in rows if r["status"] in FAILED_STATUSES]
+    if failed:
+        lines += ["", "failed:"]
+        lines += [f"  {r['case_id']} {r['workload']} on {r['architecture']}: {r['error']}" for r in failed]
+    return "\n".join(lines) + "\n"
+
+
+def export(name: str, cases: Sequence[Case], store: ResultStore, out_dir: str | Path) -> dict[str, Path]:
+    """Write ``results.jsonl``, ``results.csv``, ``schedules/<case_id>.json`` and ``summary.txt``."""
+    out = Path(out_dir)
+    (out / "schedules").mkdir(parents=True, exist_ok=True)
+    rows = result_rows(cases, store)
+    paths = {"jsonl": out / "results.jsonl", "csv": out / "results.csv", "summary": out / "summary.txt",
+             "schedules": out / "schedules"}
+    _atomic_write(paths["jsonl"], "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))
+    _atomic_write(paths["csv"], _csv_text(rows))
+    stored = store.rows(c.case_id for c in cases)
+    for case_id, row in stored.items():
+        target = out / "schedules" / f"{case_id}.json"
+        if row["schedule"]:
+            if not target.exists() or target.read_text(encoding="utf-8") != row["schedule"]:
+                _atomic_write(target, row["schedule"])
+        elif target.exists():
+            target.unlink()  # rerun without a schedule (e.g. it now fails): no stale file
+    _atomic_write(paths["summary"], summary_text(name, cases, rows))
+    return paths

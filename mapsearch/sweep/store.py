@@ -1,0 +1,180 @@
+"""The sweep's results in SQLite: one row per case, one transaction per result.
+
+``DIR/results.sqlite`` in WAL mode with ``synchronous=FULL``: a result is on
+disk when :meth:`ResultStore.put` returns, so killing the process (``kill
+-9``, Ctrl-C) loses at most the cases still running. Only the parent
+process writes (workers return their results), so there is one writer.
+
+Table ``cases``: ``case_id`` (primary key), ``workload``, ``architecture``,
+``objective``, ``constraints``, ``params`` (JSON object), ``status``,
+``error``, ``solve_seconds``, ``wall_seconds``, ``report`` (JSON, the
+solve report without its schedule), ``schedule`` (the schedule file's
+text), ``spec`` (the case's resolved content), ``solves`` (how many results
+were stored for this case: 1 unless it was rerun with ``--retry-failed``),
+``worker`` and ``finished_at`` (UTC, ISO 8601). Table ``runs`` logs each
+run of a sweep: start, end, cases, skipped, stored, interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from mapsearch.sweep.case import FAILED_STATUSES, Case
+
+__all__ = ["ResultStore", "DB_NAME"]
+
+DB_NAME = "results.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cases (
+    case_id TEXT PRIMARY KEY,
+    workload TEXT NOT NULL,
+    architecture TEXT NOT NULL,
+    objective TEXT NOT NULL,
+    constraints TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    solve_seconds REAL,
+    wall_seconds REAL,
+    report TEXT,
+    schedule TEXT,
+    spec TEXT NOT NULL,
+    solves INTEGER NOT NULL DEFAULT 1,
+    worker TEXT,
+    finished_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sweep TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    cases INTEGER NOT NULL,
+    skipped INTEGER NOT NULL,
+    stored INTEGER NOT NULL DEFAULT 0,
+    interrupted INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class ResultStore:
+    """The results database of one sweep directory."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "ResultStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def statuses(self, case_ids: Iterable[str] | None = None) -> dict[str, str]:
+        """case_id -> stored status (of the given cases, or all)."""
+        rows = self._db.execute("SELECT case_id, status FROM cases").fetchall()
+        if case_ids is None:
+            return dict(rows)
+        wanted = set(case_ids)
+        return {k: s for k, s in rows if k in wanted}
+
+    def to_run(self, cases: Iterable[Case], retry_failed: bool = False) -> tuple[list[Case], list[Case]]:
+        """(cases to run, cases skipped as finished); failed ones are rerun with ``retry_failed``."""
+        done = self.statuses()
+        run, skip = [], []
+        for c in cases:
+            status = done.get(c.case_id)
+            if status is None or (retry_failed and status in FAILED_STATUSES):
+                run.append(c)
+            else:
+                skip.append(c)
+        return run, skip
+
+    def put(self, case: Case, result: dict[str, Any]) -> None:
+        """Store one case's result in one transaction (a rerun replaces it and counts ``solves``)."""
+        report = result.get("report")
+        values = (
+            case.case_id, case.workload, case.architecture, case.objective, case.constraints,
+            json.dumps(dict(case.params)), result["status"], result.get("error"), result.get("solve_seconds"),
+            result.get("wall_seconds"), None if report is None else json.dumps(report), result.get("schedule"),
+            case.spec, result.get("worker"), _now(),
+        )
+        with self._transaction():
+            self._db.execute(
+                """INSERT INTO cases (case_id, workload, architecture, objective, constraints, params, status, error,
+                                      solve_seconds, wall_seconds, report, schedule, spec, worker, finished_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT(case_id) DO UPDATE SET
+                       workload=excluded.workload, architecture=excluded.architecture, objective=excluded.objective,
+                       constraints=excluded.constraints, params=excluded.params, status=excluded.status,
+                       error=excluded.error, solve_seconds=excluded.solve_seconds,
+                       wall_seconds=excluded.wall_seconds, report=excluded.report, schedule=excluded.schedule,
+                       spec=excluded.spec, worker=excluded.worker, finished_at=excluded.finished_at,
+                       solves=cases.solves + 1""",
+                values,
+            )
+
+    def rows(self, case_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """case_id -> the stored row as a dict (JSON columns parsed)."""
+        cur = self._db.execute("SELECT * FROM cases")
+        names = [d[0] for d in cur.description]
+        wanted = None if case_ids is None else set(case_ids)
+        out = {}
+        for values in cur.fetchall():
+            row = dict(zip(names, values))
+            if wanted is not None and row["case_id"] not in wanted:
+                continue
+            row["params"] = json.loads(row["params"])
+            row["report"] = None if row["report"] is None else json.loads(row["report"])
+            out[row["case_id"]] = row
+        return out
+
+    def start_run(self, sweep: str, cases: int, skipped: int) -> int:
+        with self._transaction():
+            cur = self._db.execute("INSERT INTO runs (sweep, started_at, cases, skipped) VALUES (?, ?, ?, ?)",
+                                   (sweep, _now(), cases, skipped))
+        return int(cur.lastrowid)
+
+    def end_run(self, run_id: int, stored: int, interrupted: bool) -> None:
+        with self._transaction():
+            self._db.execute("UPDATE runs SET finished_at = ?, stored = ?, interrupted = ? WHERE run_id = ?",
+                             (_now(), stored, int(interrupted), run_id))
+
+    def _transaction(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on an error), retried while another process holds the lock."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> None:
+        for attempt in range(50):
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:  # database is locked (e.g. a reader checkpointing)
+                if "locked" not in str(e) or attempt == 49:
+                    raise
+                time.sleep(0.1)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

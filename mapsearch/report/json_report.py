@@ -6,6 +6,8 @@ text, so nothing is lost.
 
 Keys: ``utilization``, ``mac_efficiency`` (floats in [0, 1]), ``time``,
 ``compute_time``, ``op_calls``, ``macs``, ``block_macs``, ``words_total``,
+``compute_instances``, ``busiest_calls`` (the busiest instance's calls summed
+over steps), ``array_utilization`` (``op_calls / (instances * busiest)``),
 ``bound`` (``'compute'`` or the slowest link), ``links`` (each ``name``,
 ``words_down``, ``words_up``, ``words``, ``time``, ``tensors`` {name:
 {``words_down``, ``words_up``}}), ``occupancy`` (each ``level``, ``words``,
@@ -51,6 +53,9 @@ def report_dict(
         "macs": figures.macs,
         "block_macs": figures.block_macs,
         "words_total": figures.words_total,
+        "compute_instances": figures.compute_instances,
+        "busiest_calls": figures.op_calls if figures.busiest_calls is None else figures.busiest_calls,
+        "array_utilization": float(figures.array_utilization),
         "bound": bottleneck(figures),
         "links": [
             {
@@ -71,6 +76,7 @@ def report_dict(
             "mac_efficiency": _exact(figures.mac_efficiency),
             "time": _exact(figures.time),
             "compute_time": _exact(figures.compute_time),
+            "array_utilization": _exact(figures.array_utilization),
             "link_times": {link.name: _exact(link.time) for link in figures.links},
         },
     }

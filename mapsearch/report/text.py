@@ -82,6 +82,16 @@ def render_text(
         ["utilization", f"{format_exact(figures.utilization)} = {_percent(figures.utilization)}"],
         ["MAC efficiency", f"{format_exact(figures.mac_efficiency)} = {_percent(figures.mac_efficiency)}"],
     ]
+    if figures.compute_instances != 1:
+        busiest = figures.op_calls if figures.busiest_calls is None else figures.busiest_calls
+        au = figures.array_utilization
+        summary[1:1] = [
+            ["compute instances", str(figures.compute_instances)],
+            ["busiest calls", f"{busiest} (the busiest instance, summed over steps; compute time = busiest calls x clocks per call)"],
+        ]
+        idle = Fraction(1) - au
+        loss = f"; {_percent(idle)} of the instance-steps idle" if idle else ""
+        summary.append(["array utilization", f"{format_exact(au)} = {_percent(au)} (op calls / (instances x busiest calls){loss})"])
     if data_ok is not None:
         verdict = "ok" if data_ok else "FAILED"
         if max_abs_error is not None:

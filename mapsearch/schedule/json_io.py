@@ -9,13 +9,15 @@ A schedule file embeds everything needed to replay it::
       "levels": [                                  # outermost first, one per level
         {"name": "L1", "tile": {"m": 4, "n": 4, "k": 4}, "order": [], "keep": []},
         {"name": "L0", "tile": {"m": 2, "n": 2, "k": 2}, "order": ["m", "n", "k"], "keep": ["A", "B", "Z"]}
-      ],
+      ],                                           # a meshed level may add "spatial":
+                                                   # [{"dim": "m", "part": 2, "axis": "x"}] (docs/spatial.md)
       "homes": {"A": "L1", "B": "L1", "Z": "L1"},
       "predicted": {                               # optional: the solver's figures
         "links": [{"name": "L1->L0", "words_down": 64, "words_up": 16, "time": 80,
                    "tensors": {"A": {"words_down": 32, "words_up": 0}, ...}}],
         "op_calls": 64, "compute_time": 64, "macs": 64, "block_macs": 1,
         "occupancy": {"L1": 48, "L0": 12}
+        # with a mesh also "compute_instances" and "busiest_calls"
       }
     }
 
@@ -36,7 +38,7 @@ from typing import Any, Mapping
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
-from mapsearch.schedule.schedule import LevelMapping, Schedule
+from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
 from mapsearch.spec.load import (
     _architecture,
     _note,
@@ -91,7 +93,25 @@ def figures_to_dict(figures: Figures) -> dict[str, Any]:
         "macs": figures.macs,
         "block_macs": figures.block_macs,
         "occupancy": {level: words for level, words in figures.occupancy},
+        **_spatial_figures(figures),
     }
+
+
+def _spatial_figures(figures: Figures) -> dict[str, Any]:
+    """``compute_instances`` (when not 1) and ``busiest_calls`` (when set), so that reading gives the same figures."""
+    out: dict[str, Any] = {}
+    if figures.compute_instances != 1:
+        out["compute_instances"] = figures.compute_instances
+    if figures.busiest_calls is not None:
+        out["busiest_calls"] = figures.busiest_calls
+    return out
+
+
+def _mapping_to_dict(lm: LevelMapping) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": lm.level, "tile": {d: t for d, t in lm.tile}, "order": list(lm.order), "keep": sorted(lm.keep)}
+    if lm.spatial:
+        out["spatial"] = [{"dim": s.dim, "part": s.part, "axis": s.axis} for s in lm.spatial]
+    return out
 
 
 def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
@@ -101,15 +121,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
         "version": VERSION,
         "workload": workload_to_dict(schedule.workload),
         "architecture": architecture_to_dict(schedule.architecture),
-        "levels": [
-            {
-                "name": lm.level,
-                "tile": {d: t for d, t in lm.tile},
-                "order": list(lm.order),
-                "keep": sorted(lm.keep),
-            }
-            for lm in schedule.levels
-        ],
+        "levels": [_mapping_to_dict(lm) for lm in schedule.levels],
         "homes": {t: level for t, level in schedule.homes},
     }
     if schedule.predicted is not None:
@@ -191,6 +203,8 @@ def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predi
         macs=int(data["macs"]),
         block_macs=int(data["block_macs"]),
         occupancy=tuple((level, int(words)) for level, words in data["occupancy"].items()),
+        compute_instances=int(data.get("compute_instances", 1)),
+        busiest_calls=int(data["busiest_calls"]) if "busiest_calls" in data else None,
     )
 
 
@@ -238,6 +252,7 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
             tile=tuple((d, int(t)) for d, t in raw["tile"].items()),
             order=tuple(raw["order"]),
             keep=frozenset(raw["keep"]),
+            spatial=tuple(SpatialSplit(sp["dim"], int(sp["part"]), sp["axis"]) for sp in raw.get("spatial") or ()),
         )
         for raw in data["levels"]
     )

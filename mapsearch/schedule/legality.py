@@ -76,11 +76,79 @@ def shape_violations(s: Schedule) -> list[str]:
     return [] if want == got else [f"levels: expected one mapping per level {want}, got {got}"]
 
 
+def spatial_violations(s: Schedule) -> list[str]:
+    """Spatial splits (docs/spatial.md): only at meshed levels, on a real axis and dim, parts within the
+    parent tile, the temporal tile within the part, each dim split once per level, factors within the axis."""
+    out = []
+    dims = s.workload.dims
+    extent = s.workload.extent
+    for i, lm in enumerate(s.levels):
+        if not lm.spatial:
+            continue
+        level = s.architecture.levels[i]
+        if not level.mesh:
+            out.append(f"levels[{i}].spatial: {level.name} has no mesh; spatial splits need a meshed level")
+            continue
+        parent = extent if i == 0 else s.levels[i - 1].tile_extents
+        tiles = lm.tile_extents
+        axes = {a.name: a for a in level.mesh}
+        used = dict.fromkeys(axes, 1)
+        seen: set[str] = set()
+        for j, sp in enumerate(lm.spatial):
+            where = f"levels[{i}].spatial[{j}]"
+            if sp.dim not in dims:
+                out.append(f"{where}.dim: unknown dimension {sp.dim!r}; expected one of {', '.join(dims)}")
+                continue
+            if sp.axis not in axes:
+                out.append(f"{where}.axis: unknown mesh axis {sp.axis!r} of {level.name}; expected one of {', '.join(axes)}")
+                continue
+            if sp.dim in seen:
+                out.append(f"{where}.dim: {sp.dim} is split twice at {level.name}; split a dimension at most once per level")
+                continue
+            seen.add(sp.dim)
+            top = parent.get(sp.dim, extent[sp.dim])
+            if not 1 <= sp.part <= top:
+                out.append(f"{where}.part: expected 1 <= part <= {top} (the parent tile), got {sp.part}")
+                continue
+            t = tiles.get(sp.dim)
+            if t is not None and t > sp.part:
+                out.append(f"levels[{i}].tile.{sp.dim}: expected tile <= {sp.part} (the part of the spatial split), got {t}")
+            used[sp.axis] *= -(-top // sp.part)
+        for name, n in used.items():
+            if n > axes[name].size:
+                out.append(
+                    f"levels[{i}].spatial: the splits on axis {name} need {n} instances (product of ceil(parent/part)), "
+                    f"the axis has {axes[name].size}"
+                )
+    if s.architecture.levels and s.architecture.levels[0].mesh:
+        out.append(f"architecture: the top level {s.architecture.levels[0].name} cannot have a mesh")
+    return out
+
+
+def home_violations(s: Schedule) -> list[str]:
+    """A home holds a tensor whole once: it must lie above every meshed level (docs/spatial.md, Replay decisions)."""
+    meshed = [i for i, lv in enumerate(s.architecture.levels) if lv.instances > 1]
+    if not meshed:
+        return []
+    out = []
+    first = meshed[0]
+    for tensor, level in s.homes:
+        if level in s.architecture.level_names and s.architecture.index(level) >= first:
+            out.append(
+                f"homes.{tensor}: a home must be above every meshed level; "
+                f"{level} is at or below {s.architecture.levels[first].name}, which has {s.architecture.levels[first].instances} instances"
+            )
+    return out
+
+
 def violations(s: Schedule) -> list[str]:
     out = shape_violations(s)
     if out:
         return out
-    return tiling_violations(s) + order_violations(s) + residency_violations(s)
+    out = tiling_violations(s) + order_violations(s) + residency_violations(s)
+    if out:
+        return out
+    return spatial_violations(s) + home_violations(s)
 
 
 def check(s: Schedule) -> None:

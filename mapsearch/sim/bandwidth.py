@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from mapsearch.sim.tensor import Tensor
 
@@ -29,17 +29,29 @@ Number = int | Fraction
 
 
 class Bandwidth:
-    """Link from the cache above (``upper``, set when that cache is built) down to ``cache``."""
+    """Link from the cache above (``upper``, set when that cache is built) down to ``cache``.
+
+    A link may serve several child caches (the instances of a meshed level
+    under one parent instance share their parent's link): pass a list of
+    caches; ``cache`` is then the first and ``caches`` all of them.
+    """
 
     def __init__(
         self,
-        cache: "Cache",
+        cache: "Cache | Sequence[Cache]",
         input_clocks_per_word: Number = 1,
         output_clocks_per_word: Number | None = None,
     ):
-        if cache.up is not None:
-            raise ValueError(f"{cache.name} already has a link above it")
-        self.cache = cache
+        caches = tuple(cache) if isinstance(cache, (list, tuple)) else (cache,)
+        if not caches:
+            raise ValueError("a link needs at least one cache below it")
+        for c in caches:
+            if c.up is not None:
+                raise ValueError(f"{c.name} already has a link above it")
+            if c.level != caches[0].level:
+                raise ValueError("the caches below one link must be at one level")
+        self.caches: tuple["Cache", ...] = caches
+        self.cache = caches[0]
         self.upper: "Cache | None" = None
         self.input_clocks_per_word = input_clocks_per_word
         self.output_clocks_per_word = output_clocks_per_word
@@ -47,7 +59,8 @@ class Bandwidth:
         self.output = 0
         self.input_by_tensor: dict[str | None, int] = defaultdict(int)
         self.output_by_tensor: dict[str | None, int] = defaultdict(int)
-        cache.up = self
+        for c in caches:
+            c.up = self
 
     @property
     def shared(self) -> bool:

@@ -65,16 +65,16 @@ class Cache:
         return self.parent.cache if isinstance(self.parent, Bandwidth) else None
 
     def _links_down_to(self, target: "Cache") -> list[Bandwidth]:
-        """The links from this cache down to ``target``, outermost first."""
-        links, c = [], self
-        while c is not target:
-            if not isinstance(c.parent, Bandwidth):
+        """The links from this cache down to ``target``, outermost first (found from ``target`` up)."""
+        links, c = [], target
+        while c is not self:
+            if c.up is None or c.up.upper is None:
                 raise ValueError(f"{target.name} is not below {self.name}")
-            links.append(c.parent)
-            c = c.parent.cache
+            links.append(c.up)
+            c = c.up.upper
         if not links:
             raise ValueError(f"{target.name} is not below {self.name}")
-        return links
+        return links[::-1]
 
     def _cache_below_at(self, level: int) -> "Cache":
         c = self.below
@@ -160,6 +160,51 @@ class Cache:
         for link in links:
             link.count_down(copy.name, copy.size())
         return copy
+
+    def multicast(self, view: Tensor, into: Sequence["Cache"], *, key: Hashable | None = None) -> list[Tensor]:
+        """Copy ``view`` (resident here) into every cache of ``into`` (all below this one) at once.
+
+        Its words count once on every distinct link of the paths down to the
+        targets (the tree they span): a multicast. Returns the copies, in order.
+        """
+        if not self.holds(view):
+            raise NotResidentError(self.name, view.describe(), "load")
+        crossed: dict[int, Bandwidth] = {}
+        copies = []
+        for target in into:
+            links = self._links_down_to(target)
+            copies.append(target.alloc(view.copy(level=target.level, key=key)))
+            for link in links:
+                crossed.setdefault(id(link), link)
+        for link in crossed.values():
+            link.count_down(view.name, view.size())
+        return copies
+
+    def reduce_into(self, sources: Sequence[tuple["Cache", Tensor]], dst: Tensor) -> None:
+        """Add every source tile (each resident in its cache below) into ``dst`` (a view resident here).
+
+        The sum is formed on the way up: the words count once on every
+        distinct link of the paths from the sources (in-network reduction).
+        Frees the sources below; allocates nothing here.
+        """
+        if not self.holds(dst):
+            raise NotResidentError(self.name, dst.describe(), "store into")
+        crossed: dict[int, Bandwidth] = {}
+        for cache, src in sources:
+            if not cache.holds(src):
+                raise NotResidentError(cache.name, src.describe(), "store")
+            if list(src.sz) != list(dst.sz):
+                raise ShapeError(f"reduce_into: {src.describe()} has shape {src.sz}, {dst.describe()} has {dst.sz}")
+            for link in self._links_down_to(cache):
+                crossed.setdefault(id(link), link)
+        for cache, src in sources:
+            if src.data is not None and dst.data is not None:
+                dst.to_numpy()[...] += src.to_numpy()
+            cache.free(src)
+        if sources:
+            name, words = sources[0][1].name, sources[0][1].size()
+            for link in crossed.values():
+                link.count_up(name, words)
 
     def store(self, view: Tensor, *, key: Hashable | None = None) -> Tensor:
         """Move ``view`` from the cache at its level (below this one) up into this cache.

@@ -140,20 +140,55 @@ def compute_by_tiles(schedule: Schedule, inputs, tables: PieceTables | None = No
     for pid in tile_chunks(schedule, tables, inner, chunk):
         starts = np.stack([tables.start[inner][k][pid[k]] for k in range(nd)])
         sizes = np.stack([tables.size[inner][k][pid[k]] for k in range(nd)])
-        shape_key = np.ravel_multi_index(tuple(sizes), radix)
-        groups = [np.arange(len(shape_key))] if shape_key.min() == shape_key.max() else [
-            np.flatnonzero(shape_key == key) for key in np.unique(shape_key)
-        ]
-        for members in groups:
-            shape = tuple(int(v) for v in sizes[:, members[0]])
-            size = dict(zip(wl.dims, shape))
-            per_tile = max(1, sum(math.prod(size[d] for d in t.dims) for t in wl.einsum.inputs))
-            step = max(1, _GATHER_WORDS // per_tile)
-            for a in range(0, len(members), step):
-                sel = members[a : a + step]
-                blocks, out_dims = _tile_products(wl, inputs, starts[:, sel], shape)
-                flat = _flat_index(z.shape, out.indices, out_dims, wl.dims, starts[:, sel], size)
-                zflat += np.bincount(flat.reshape(-1), weights=blocks.reshape(-1), minlength=zflat.size)
+        _add_tiles(wl, inputs, z, starts, sizes, radix)
+    return z
+
+
+def _add_tiles(wl: Workload, inputs, z: np.ndarray, starts: np.ndarray, sizes: np.ndarray, radix: tuple[int, ...]) -> None:
+    """Add the products of the tiles ``(starts, sizes)`` (one column per tile) into ``z`` (batched by shape)."""
+    out = wl.einsum.output
+    zflat = z.reshape(-1)
+    if starts.shape[1] == 0:
+        return
+    shape_key = np.ravel_multi_index(tuple(sizes), radix)
+    groups = [np.arange(len(shape_key))] if shape_key.min() == shape_key.max() else [
+        np.flatnonzero(shape_key == key) for key in np.unique(shape_key)
+    ]
+    for members in groups:
+        shape = tuple(int(v) for v in sizes[:, members[0]])
+        size = dict(zip(wl.dims, shape))
+        per_tile = max(1, sum(math.prod(size[d] for d in t.dims) for t in wl.einsum.inputs))
+        step = max(1, _GATHER_WORDS // per_tile)
+        for a in range(0, len(members), step):
+            sel = members[a : a + step]
+            blocks, out_dims = _tile_products(wl, inputs, starts[:, sel], shape)
+            flat = _flat_index(z.shape, out.indices, out_dims, wl.dims, starts[:, sel], size)
+            zflat += np.bincount(flat.reshape(-1), weights=blocks.reshape(-1), minlength=zflat.size)
+
+
+def compute_by_instances(schedule: Schedule, inputs, chunk: int = 1 << 16) -> np.ndarray:
+    """The output of a spatial schedule: every active L0 instance's tile products, step by step.
+
+    Instances that share an output region add into it: the reduction of a
+    group (docs/spatial.md) is the sum of its members' partial sums, in
+    whatever order the hardware reduces them.
+    """
+    from mapsearch.sim.spatial import Layout, virtual_tables
+
+    wl = schedule.workload
+    _check_output(wl)
+    lay = Layout(schedule)
+    vt = virtual_tables(schedule, lay)
+    inner = len(schedule.levels) - 1
+    nd = len(wl.dims)
+    paths = [lay.path(inner, d) for d in wl.dims]
+    z = np.zeros(wl.tensor_shape(wl.einsum.output.name))
+    radix = tuple(int(vt.size[inner][k].max()) + 1 for k in range(nd))
+    for pid in tile_chunks(schedule, vt, inner, max(16, chunk // lay.count[inner])):  # type: ignore[arg-type]
+        start = np.stack([vt.start[inner][k][pid[k]][:, paths[k]] for k in range(nd)])  # (nd, steps, instances)
+        size = np.stack([vt.size[inner][k][pid[k]][:, paths[k]] for k in range(nd)])
+        active = (size > 0).all(axis=0)
+        _add_tiles(wl, inputs, z, start[:, active], size[:, active], radix)
     return z
 
 
@@ -246,6 +281,10 @@ def compute_by_grid(schedule: Schedule, inputs, tables: PieceTables | None = Non
 
 def compute_output(schedule: Schedule, inputs, method: str = "auto", tables: PieceTables | None = None) -> np.ndarray:
     """The output computed from the walk's innermost tiles (``method``: auto, grid or tiles)."""
+    from mapsearch.sim.spatial import has_splits
+
+    if has_splits(schedule):
+        return compute_by_instances(schedule, inputs)
     tables = tables or piece_tables(schedule)
     if method == "tiles":
         return compute_by_tiles(schedule, inputs, tables)

@@ -26,6 +26,9 @@ How the walk counts (contract: ``shared/spec/cost-model.md``, replay semantics):
     that level (first-occurrence mask over region keys), else zeros.
   Words count on every link between the level and the nearest holder above.
 - Op calls: sum over innermost tiles of ``prod ceil(t_d / b_d)``.
+- A schedule with spatial splits is walked with its instances by
+  :mod:`mapsearch.sim.walk_spatial` (same principle: the visit sequence,
+  region changes along it, no formula).
 - Occupancy: homes at the level plus, per tensor kept there, its largest
   region words seen by the walk, twice with double buffering when the
   tensor's region changes during the walk (``docs/cost-model.md``).
@@ -234,6 +237,12 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     Raises the simulator's ``CapacityError`` when a level's peak occupancy
     exceeds its capacity.
     """
+    from mapsearch.sim.spatial import compute_instances, has_splits
+
+    if has_splits(schedule):
+        from mapsearch.sim.walk_spatial import count_spatial
+
+        return count_spatial(schedule)
     wl = schedule.workload
     arch = schedule.architecture
     depth = arch.depth
@@ -294,6 +303,8 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
         macs=wl.macs,
         block_macs=arch.compute.block_macs,
         occupancy=tuple(occupancy),
+        compute_instances=compute_instances(schedule),  # unused instances idle (docs/spatial.md)
+        busiest_calls=op_calls,  # one working instance: it is the busiest
     )
 
 

@@ -73,6 +73,17 @@ class Level:
     instances: int = 1
     mesh: tuple[MeshAxis, ...] = ()
 
+    def __post_init__(self) -> None:
+        # ``instances`` alone is one axis ``x`` that may reuse all tensors; a mesh alone sets ``instances``.
+        if not self.mesh and self.instances > 1:
+            object.__setattr__(self, "mesh", (MeshAxis("x", self.instances, ("all",)),))
+        elif self.mesh:
+            n = math.prod(a.size for a in self.mesh)
+            if self.instances == 1 and n != 1:
+                object.__setattr__(self, "instances", n)
+            elif self.instances != n:
+                raise ValueError(f"level {self.name}: instances {self.instances} != {n}, the product of its mesh sizes")
+
     def axis(self, name: str) -> MeshAxis:
         for a in self.mesh:
             if a.name == name:

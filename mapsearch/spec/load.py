@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -31,7 +32,7 @@ import jsonschema
 import yaml
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, as_fraction
+from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.workload import Workload
 
@@ -352,11 +353,37 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
             up_raw = raw_link.get("output_clocks_per_word")
             up = down if up_raw is None else fraction_from_json(up_raw, source, f("levels", i, "link", "output_clocks_per_word"), positive=True)
             link = Link(down, up, raw_link.get("lines", SHARED))
-        levels.append(Level(name, capacity, link, int(raw.get("instances", 1))))
+        instances, mesh = _mesh(raw, i, source, f)
+        levels.append(Level(name, capacity, link, instances, mesh))
     compute_raw = data.get("compute") or {}
     block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
     clocks = fraction_from_json(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"), positive=True)
     return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)))
+
+
+def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tuple[MeshAxis, ...]]:
+    """A level's instances and mesh axes (docs/spatial.md); ``instances`` alone is one axis ``x`` reusing all."""
+    raw_mesh = raw.get("mesh")
+    given = raw.get("instances")
+    if raw_mesh is None:
+        n = 1 if given is None else int(given)
+        if n != 1 and i == 0:
+            raise _note(source, f("levels", 0, "instances"), "the top level cannot have a mesh (spatial instances); remove this field")
+        return n, (() if n == 1 else (MeshAxis("x", n, ("all",)),))
+    if i == 0:
+        raise _note(source, f("levels", 0, "mesh"), "the top level cannot have a mesh (spatial instances); remove this field")
+    axes: list[MeshAxis] = []
+    seen: dict[str, int] = {}
+    for j, ax in enumerate(raw_mesh):
+        if ax["name"] in seen:
+            raise _error(source, f("levels", i, "mesh", j, "name"), f"an axis name not used by another axis (mesh[{seen[ax['name']]}])", ax["name"])
+        seen[ax["name"]] = j
+        reuse = tuple(ax.get("may_reuse", ["all"]))
+        axes.append(MeshAxis(ax["name"], int(ax["size"]), reuse))
+    n = math.prod(a.size for a in axes)
+    if given is not None and int(given) != n:
+        raise _error(source, f("levels", i, "instances"), f"{n} (the product of the mesh sizes) or no instances field", given)
+    return n, tuple(axes)
 
 
 def architecture_from_dict(data: object, source: str = "<architecture>") -> Architecture:
@@ -433,7 +460,9 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
     levels = []
     for lv in architecture.levels:
         entry: dict[str, Any] = {"name": lv.name, "capacity": lv.capacity}
-        if lv.instances != 1:
+        if lv.mesh:
+            entry["mesh"] = [{"name": a.name, "size": a.size, "may_reuse": list(a.may_reuse)} for a in lv.mesh]
+        elif lv.instances != 1:
             entry["instances"] = lv.instances
         if lv.link is not None:
             entry["link"] = _link_to_dict(lv.link)

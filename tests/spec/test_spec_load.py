@@ -240,7 +240,7 @@ def test_negative_capacity_reads_as_in_the_style_guide(tmp_path):
         ("double_buffering: false", "double_buffering: maybe", "double_buffering: expected true or false, got 'maybe'"),
         ("{name: L1, capacity", "{name: L2, capacity", "levels[1].name: expected a name not used by another level (levels[0]), got 'L2'"),
         ("{name: L1, capacity", "{capacity", "levels[1].name: missing; expected a level name without spaces"),
-        ("{name: L1, capacity", "{name: L1, capacty", "levels[1].capacty: unknown field (did you mean 'capacity'?); expected one of name, capacity, instances, link"),
+        ("{name: L1, capacity", "{name: L1, capacty", "levels[1].capacty: unknown field (did you mean 'capacity'?); expected one of name, capacity, instances, link, mesh"),
         ("name: three", "name: 3", "name: expected a non-empty string, got 3"),
     ],
 )

@@ -1,0 +1,275 @@
+"""Counting replay of spatial schedules: the vectorised walk with instances (docs/spatial.md).
+
+Like :mod:`mapsearch.sim.walk`, this walks the actual visit sequence and
+counts region changes along it; it never uses a closed-form traffic formula.
+The sequence is the lockstep nest: the innermost steps in execution order
+(chunks of virtual piece ids, :func:`mapsearch.sim.spatial.virtual_tables`),
+and at each step every used instance of every level has its actual tile or
+is idle. Per (tensor, level), an ``(steps, instances)`` array of regions is
+built:
+
+- an active instance wants its tile's region; an idle one keeps what it
+  holds (forward fill), except that an idle instance holding an output tile
+  stores it when the instance above it that it stores into (the nearest
+  keeper above, not a home) leaves its own tile at that step (``flush``,
+  docs/spatial.md "Replay decisions");
+- a change of the wanted region is an exit of the old one (an output's
+  store) and an entry of the new one (an input's load; an output's reload of
+  partial sums when that instance entered the region before, else zeros).
+
+Then the words per link copy: the crossings at one step are grouped by
+(region, group id) where the group id tells instances apart by their parts
+of the splits that may not share the tensor (``Layout.group``); on link
+``j`` each group crosses once per link copy (instance of level ``j-1``) it
+spans: multicast of inputs, in-network reduction of outputs. Reloads of
+partial sums go to the lowest instance of each group only. The end stores
+every output tile still held, grouped the same way.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.spatial import Layout, VirtualTables, compute_instances, virtual_tables
+
+CHUNK_CELLS = 1 << 21  # (step, instance) cells per chunk and level
+_I64 = np.int64
+_END = np.iinfo(np.int64).max // 2  # the step of the final stores
+
+
+def _group_words(cols: list[np.ndarray], copy: np.ndarray, words: np.ndarray, ncopies: int) -> np.ndarray:
+    """Per link copy: words of the distinct rows ``(cols..., copy)`` (one crossing per group and copy)."""
+    if len(words) == 0:
+        return np.zeros(ncopies, _I64)
+    rows = np.stack(cols + [copy], axis=1)
+    _, first = np.unique(rows, axis=0, return_index=True)
+    return np.bincount(copy[first], weights=words[first], minlength=ncopies).astype(_I64)
+
+
+class _Tracker:
+    """One (tensor, level): the wanted region per instance carried across chunks, and what was counted."""
+
+    def __init__(self, schedule: Schedule, layout: Layout, tensor: str, level: int):
+        wl = schedule.workload
+        self.tensor = tensor
+        self.level = level
+        self.is_output = wl.is_output(tensor)
+        dims = wl.dims
+        self.axes = [tuple((dims.index(d), c) for d, c in ix.terms) for ix in wl.tensor(tensor).indices]
+        self.n = layout.count[level]
+        self.src = schedule.keeper_above(tensor, level)
+        self.flushable = self.is_output and self.src != schedule.home(tensor)
+        self.keeper = layout.ancestor(level, self.src)
+        self.gid = layout.group(level, tensor)
+        self.copies = {j: layout.link_copy(level, j) for j in range(self.src + 1, level + 1)}
+        self.ncopies = {j: layout.count[j - 1] for j in self.copies}
+        ncol = 2 * len(self.axes)
+        self.carry = np.full((ncol, self.n), -1, _I64)  # -1: holds nothing
+        self.largest = np.zeros(self.n, _I64)
+        self.down = {j: np.zeros(self.ncopies[j], _I64) for j in self.copies}
+        self.up = {j: np.zeros(self.ncopies[j], _I64) for j in self.copies}
+        self.seen = np.zeros(0, _I64)  # outputs: keys (instance, region) entered before
+        self.radix = None
+        if self.is_output:
+            self.radix = (self.n,) + tuple(int(wl.tensor_shape(tensor)[a]) for a in range(len(self.axes)))
+        self.change: np.ndarray | None = None  # this chunk's change mask, for the levels below
+
+    def regions(self, start: list[np.ndarray], size: list[np.ndarray]) -> np.ndarray:
+        """``(2*axes, steps, instances)``: lo, hi per axis of the tiles (valid where active)."""
+        cols = []
+        for terms in self.axes:
+            lo = sum(c * start[k] for k, c in terms)
+            hi = sum(c * (start[k] + size[k] - 1) for k, c in terms)
+            cols += [lo, hi]
+        return np.stack(cols)
+
+    def feed(self, base: int, active: np.ndarray, region: np.ndarray, keeper_change: np.ndarray | None) -> None:
+        n, nx = active.shape
+        setm = active.copy()
+        if self.flushable and keeper_change is not None:
+            setm |= keeper_change[:, self.keeper]
+        vals = np.where(active[None], region, -1)
+        ext_vals = np.concatenate([self.carry[:, None, :], vals], axis=1)  # (ncol, n+1, nx)
+        ext_set = np.concatenate([np.ones((1, nx), bool), setm], axis=0)
+        idx = np.where(ext_set, np.arange(n + 1, dtype=_I64)[:, None], 0)
+        np.maximum.accumulate(idx, axis=0, out=idx)
+        filled = np.take_along_axis(ext_vals, np.broadcast_to(idx[None], ext_vals.shape), axis=1)
+        prev, cur = filled[:, :-1], filled[:, 1:]
+        change = (prev != cur).any(axis=0)
+        self.change = change
+        self.carry = filled[:, -1].copy()
+        held_cur = cur[0] >= 0
+        held_prev = prev[0] >= 0
+        entry = change & held_cur
+        exit_ = change & held_prev
+        steps = base + np.arange(n, dtype=_I64)[:, None]
+        # Entries.
+        r, x = np.nonzero(entry)
+        if len(r):
+            reg = cur[:, r, x]
+            words = self._words(reg)
+            np.maximum.at(self.largest, x, words)
+            st = steps[r, 0]
+            if not self.is_output:
+                for j in self.copies:
+                    self.down[j] += _group_words([st, self.gid[x]] + list(reg), self.copies[j][x], words, self.ncopies[j])
+            else:
+                self._reloads(st, x, reg, words)
+        # Exits (outputs: stores).
+        if self.is_output:
+            r, x = np.nonzero(exit_)
+            if len(r):
+                reg = prev[:, r, x]
+                self._stores(steps[r, 0], x, reg)
+
+    def _words(self, reg: np.ndarray) -> np.ndarray:
+        words = np.ones(reg.shape[1], _I64)
+        for a in range(len(self.axes)):
+            words *= reg[2 * a + 1] - reg[2 * a] + 1
+        return words
+
+    def _stores(self, st: np.ndarray, x: np.ndarray, reg: np.ndarray) -> None:
+        words = self._words(reg)
+        for j in self.copies:
+            self.up[j] += _group_words([st, self.gid[x]] + list(reg), self.copies[j][x], words, self.ncopies[j])
+
+    def _reloads(self, st: np.ndarray, x: np.ndarray, reg: np.ndarray, words: np.ndarray) -> None:
+        """Entries into regions the instance entered before reload partial sums (lowest instance per group)."""
+        key = np.ravel_multi_index((x,) + tuple(reg[2 * a] for a in range(len(self.axes))), self.radix)
+        order = np.lexsort((st, key))  # by key, then step
+        ks = key[order]
+        first_in_chunk = np.ones(len(ks), bool)
+        first_in_chunk[1:] = ks[1:] != ks[:-1]
+        before = np.isin(ks, self.seen)
+        reload = np.zeros(len(ks), bool)
+        reload[order] = ~first_in_chunk | before
+        self.seen = np.union1d(self.seen, ks)
+        r = np.flatnonzero(reload)
+        if len(r) == 0:
+            return
+        st, x, reg, words = st[r], x[r], reg[:, r], words[r]
+        by_x = np.argsort(x, kind="stable")  # the lowest instance of a group comes first
+        st, x, reg, words = st[by_x], x[by_x], reg[:, by_x], words[by_x]
+        rows = np.stack([st, self.gid[x]] + list(reg), axis=1)
+        _, first = np.unique(rows, axis=0, return_index=True)
+        for j in self.copies:
+            c = self.copies[j][x[first]]
+            self.down[j] += np.bincount(c, weights=words[first], minlength=self.ncopies[j]).astype(_I64)
+
+    def finish(self) -> None:
+        """The end: output tiles still held go up, grouped like the stores of one step."""
+        if not self.is_output:
+            return
+        x = np.flatnonzero(self.carry[0] >= 0)
+        if len(x):
+            self._stores(np.full(len(x), _END, _I64), x, self.carry[:, x])
+
+
+def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
+    from mapsearch.sim.walk import tile_chunks
+
+    yield from tile_chunks(schedule, vt, len(schedule.levels) - 1, chunk)  # type: ignore[arg-type]
+
+
+def count_spatial(schedule: Schedule) -> Figures:
+    """Figures of a spatial schedule counted by walking its lockstep visit sequence with instances."""
+    from mapsearch.sim.walk import _check_capacity
+
+    wl = schedule.workload
+    arch = schedule.architecture
+    depth = arch.depth
+    names = wl.tensor_names
+    lay = Layout(schedule)
+    vt = virtual_tables(schedule, lay)
+    nd = len(wl.dims)
+    inner = depth - 1
+    block = np.array([arch.compute.block_extent(d) for d in wl.dims], _I64)
+    paths = [[lay.path(i, d) for d in wl.dims] for i in range(depth)]
+    trackers = {(t, i): _Tracker(schedule, lay, t, i) for i in range(1, depth) for t in names if schedule.keeps(t, i)}
+    chunk = max(64, CHUNK_CELLS // max(lay.count))
+    op_calls = 0
+    busiest = 0
+    base = 0
+    for pid in _inner_steps(schedule, vt, chunk):
+        n = pid.shape[1]
+        pids = [None] * depth
+        pids[inner] = pid
+        for i in range(inner, 0, -1):
+            pids[i - 1] = np.stack([vt.parent[i][k][pids[i][k]] for k in range(nd)])
+        for i in range(1, depth):
+            start = [vt.start[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)]
+            size = [vt.size[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)]
+            active = np.ones(size[0].shape, bool)
+            for z in size:
+                active &= z > 0
+            for t in names:
+                tr = trackers.get((t, i))
+                if tr is None:
+                    continue
+                keeper = trackers.get((t, tr.src))
+                tr.feed(base, active, tr.regions(start, size), keeper.change if keeper is not None else None)
+            if i == inner:
+                calls = np.ones(size[0].shape, _I64)
+                for k in range(nd):
+                    calls *= -(-size[k] // block[k])
+                calls = np.where(active, calls, 0)
+                op_calls += int(calls.sum())
+                busiest += int(calls.max(axis=1).sum())
+        base += n
+    for tr in trackers.values():
+        tr.finish()
+    down = [dict.fromkeys(names, None) for _ in range(depth)]
+    up = [dict.fromkeys(names, None) for _ in range(depth)]
+    occupancy = []
+    for i in range(depth):
+        level = arch.levels[i]
+        mine = [(t, tr) for (t, li), tr in trackers.items() if li == i]
+        homes = [(f"{t} (home)", wl.tensor_words(t)) for t in names if schedule.home(t) == i]
+        peak = 0
+        for x in range(lay.count[i]):
+            allocations = list(homes)
+            for t, tr in mine:
+                words = int(tr.largest[x])
+                if words:
+                    allocations.append((t, words))
+                    if arch.double_buffering and words < wl.tensor_words(t):
+                        allocations.append((f"{t} (second buffer)", words))
+            peak = max(peak, _check_capacity(level.name, level.capacity, allocations))
+        occupancy.append((level.name, peak))
+        for t, tr in mine:
+            for j in tr.copies:
+                for store, src in ((down, tr.down[j]), (up, tr.up[j])):
+                    store[j][t] = src if store[j][t] is None else store[j][t] + src
+    links = []
+    for j in range(1, depth):
+        link = arch.levels[j].link
+        ncopy = lay.count[j - 1]
+        zero = np.zeros(ncopy, _I64)
+        d = {t: (down[j][t] if down[j][t] is not None else zero) for t in names}
+        u = {t: (up[j][t] if up[j][t] is not None else zero) for t in names}
+        wd = sum(d.values())
+        wu = sum(u.values())
+        time = max(Fraction(link.time(int(a), int(b))) for a, b in zip(wd, wu))
+        links.append(
+            LinkFigures(
+                name=arch.link_name(j),
+                words_down=int(wd.sum()),
+                words_up=int(wu.sum()),
+                time=time,
+                tensors=tuple(TensorTraffic(t, int(d[t].sum()), int(u[t].sum())) for t in names),
+            )
+        )
+    return Figures(
+        links=tuple(links),
+        op_calls=op_calls,
+        compute_time=busiest * Fraction(arch.compute.clocks_per_call),
+        macs=wl.macs,
+        block_macs=arch.compute.block_macs,
+        occupancy=tuple(occupancy),
+        compute_instances=compute_instances(schedule),
+        busiest_calls=busiest,
+    )

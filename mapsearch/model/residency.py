@@ -79,14 +79,17 @@ def add_link_words(enc: Encoding) -> None:
                         continue
                     up.append(moved)
                     up_time.append(moved_time)
+                    # Every instance that is not grouped with others (for in-network
+                    # reduction) creates each region of its share as zeros once.
+                    seen = views(enc, t, i, a, "back")
+                    alone = [enc.select(_is_rep(seen.get(d)), Q.const(1), enc.factor[d], f"alone_{t}_{d}")
+                             for d in split_dims(enc) if d not in relevant]
+                    stored = region_words(enc, t, i, seen)
+                    back = _minus(stored, enc.product([Q.const(size)] + alone, f"first_visits_{t}_{a}_{i}"))
                     if per_copy:
-                        reductions = [enc.factor[d] for d in split_dims(enc) if d not in relevant]
-                        firsts = enc.product([Q.const(size)] + reductions, f"first_visits_{t}")
-                        back = _minus(words, firsts)
                         owned = enc.product([_owned(enc, t, d) for d in w.dims if d in relevant], f"owned_{t}")
                         back_time = _minus(busiest, owned)
                     else:
-                        back = _minus(region_words(enc, t, i, views(enc, t, i, a, "back")), Q.const(size))
                         back_time = back
                     down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
                     down_time.append(enc.select(through, back_time, Q.const(0), f"back_time_{t}_{a}_{i}"))
@@ -94,6 +97,15 @@ def add_link_words(enc: Encoding) -> None:
             enc.link_tensor_up[(t, a)] = enc.total(up)
             enc.link_tensor_down_busiest[(t, a)] = enc.total(down_time)
             enc.link_tensor_up_busiest[(t, a)] = enc.total(up_time)
+
+
+def _is_rep(view):
+    """The literal 'seen by the representative' of a view (None, "rep", "sum" or a literal)."""
+    if view is None or (isinstance(view, str) and view == "rep"):
+        return True
+    if isinstance(view, str):
+        return False
+    return view
 
 
 def _minus(q: Q, r: Q) -> Q:

@@ -18,9 +18,9 @@ as the *view* of :func:`mapsearch.model.traffic.region_words`:
 - on links down to the meshed level: an input is seen by the representative
   when the dimension does not index it and its axis may reuse it
   (multicast), else summed; an output's stores likewise for reduction
-  dimensions (in-network reduction); its partial sums come back to one
-  instance of a reduction group, so reduction dimensions are always seen by
-  the representative for the words loaded back.
+  dimensions (in-network reduction); its partial sums come back to the
+  lowest instance of such a group only, on every link (the others start
+  from zeros; stores add up above), and to every instance otherwise.
 """
 
 from __future__ import annotations
@@ -104,7 +104,9 @@ def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str) -> di
     """Per split dimension, how its pieces count for ``tensor``'s buffer at ``level`` on the link into ``link``.
 
     ``purpose``: ``"words"`` (inputs down, outputs up), ``"back"`` (output
-    partial sums down), or ``"time"`` (the busiest copy of a per-instance link).
+    partial sums down: only the lowest instance of a reduction group reloads,
+    on every link, docs/spatial.md replay decision 5) or ``"time"`` (the
+    busiest copy of a per-instance link).
     """
     s = enc.spatial_level
     if s is None or level < s:
@@ -112,12 +114,10 @@ def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str) -> di
     relevant = enc.problem.workload.tensor(tensor).dims
     out: dict = {}
     for d in split_dims(enc):
-        if link > s:
+        if link > s and purpose != "back":
             out[d] = "rep" if purpose == "time" else "sum"
         elif d in relevant:
             out[d] = "sum"
-        elif purpose == "back":
-            out[d] = "rep"
         else:
             lit = reuse_literal(enc, d, tensor)
             out[d] = "rep" if lit is True else "sum" if lit is False else lit

@@ -126,6 +126,40 @@ def _constraints(args: argparse.Namespace, problem: Problem) -> Constraints:
     return c
 
 
+def _multi_path_tree(path: str):
+    """The tree when ``path`` is a tree file with several compute paths, else None."""
+    from pathlib import Path
+
+    from mapsearch.spec.tree import flatten, is_tree_file, load_tree
+
+    if not Path(path).is_file() or not is_tree_file(path):
+        return None
+    tree = load_tree(path)
+    return tree if len(flatten(tree)) > 1 else None
+
+
+def _solve_tree(args: argparse.Namespace, tree) -> tuple:
+    """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
+    from mapsearch.spec.load import load_homes, load_workload
+    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
+
+    workload = load_workload(args.workload)
+    homes = load_homes(args.workload)
+    first = path_architecture(flatten(tree)[0], workload)
+    constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else None
+    options = options_from_args(args, first)
+    best, result, outcomes = solve_tree(tree, workload, homes, options, constraints)
+    lines = [f"compute paths of {args.architecture}:"]
+    for o in outcomes:
+        if o.result is None:
+            lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
+        else:
+            f = o.result.schedule.predicted
+            mark = "  <- chosen" if o.compute_name == best else ""
+            lines.append(f"  {o.compute_name}: {o.result.status}, time {_plain(f.time)}, words {f.words_total}{mark}")
+    return result, options, lines
+
+
 def _with_core(e: InfeasibleError) -> InfeasibleError:
     """The error, its message naming every requirement of the core."""
     message = " ".join(str(e).split())
@@ -152,13 +186,17 @@ def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch solve``; returns the exit code (errors of bad input raise :class:`MapsearchError`)."""
     _objective(args)  # a bad objective fails before any file is read
     mode = _replay_mode(args)
-    workload, architecture, homes = load_problem(args.workload, args.architecture)
-    problem = Problem(workload, architecture, tuple(homes.items()))
-    constraints = _constraints(args, problem)
-    options = options_from_args(args, architecture)
-
+    paths_note = ""
     try:
-        result = solve(problem, constraints, options)
+        tree = _multi_path_tree(args.architecture)
+        if tree is not None:
+            result, options, paths_note = _solve_tree(args, tree)
+        else:
+            workload, architecture, homes = load_problem(args.workload, args.architecture)
+            problem = Problem(workload, architecture, tuple(homes.items()))
+            constraints = _constraints(args, problem)
+            options = options_from_args(args, architecture)
+            result = solve(problem, constraints, options)
     except InfeasibleError as e:
         raise _with_core(e) from e
     except SolverTimeout as e:
@@ -184,8 +222,13 @@ def run(args: argparse.Namespace) -> int:
 
     mismatches = differences(schedule.predicted, replayed.figures)
     if args.json:
-        print(json.dumps(solve_report_dict(result, replayed, mode=mode), indent=2))
+        report = solve_report_dict(result, replayed, mode=mode)
+        if paths_note:
+            report["compute_paths"] = paths_note
+        print(json.dumps(report, indent=2))
     else:
+        if paths_note:
+            print("\n".join(paths_note))
         print(render_solve_text(result, replayed, mode=mode), end="")
 
     code = EXIT_OK

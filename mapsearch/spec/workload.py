@@ -148,3 +148,74 @@ class Workload:
     def tensor_words(self, name: str) -> int:
         return math.prod(self.tensor_shape(name))
 
+
+
+@dataclass(frozen=True)
+class WorkloadGraph:
+    """Several einsums sharing tensors (a chain or a DAG), with one extent per dimension name.
+
+    ``einsums`` are in an order where every tensor is written before it is
+    read. See docs/fusion.md.
+
+    >>> g = WorkloadGraph.from_texts("mm3", ["T[m,n] += A[m,k] * B[k,n]", "Y[m,p] += T[m,n] * C[n,p]"],
+    ...                              {"m": 4, "n": 3, "k": 5, "p": 2})
+    >>> g.intermediates, g.shared_dims
+    (('T',), ('m', 'n'))
+    """
+
+    name: str
+    einsums: tuple[Einsum, ...]
+    extents: tuple[tuple[str, int], ...]
+
+    @staticmethod
+    def from_texts(name: str, texts: list[str], extents: Mapping[str, int]) -> "WorkloadGraph":
+        from mapsearch.spec.einsum_text import parse_einsum
+
+        einsums = tuple(parse_einsum(t) for t in texts)
+        dims: dict[str, None] = {}
+        for e in einsums:
+            for d in e.dims:
+                dims.setdefault(d, None)
+        return WorkloadGraph(name, einsums, tuple((d, int(extents[d])) for d in dims))
+
+    @property
+    def extent(self) -> dict[str, int]:
+        return dict(self.extents)
+
+    @property
+    def intermediates(self) -> tuple[str, ...]:
+        """Tensors written by one einsum and read by a later one."""
+        written = [e.output.name for e in self.einsums]
+        read = {t.name for e in self.einsums for t in e.inputs}
+        return tuple(t for t in written if t in read)
+
+    @property
+    def shared_dims(self) -> tuple[str, ...]:
+        """Dimensions every einsum iterates (the ones a fused outer nest may tile)."""
+        common = set(self.einsums[0].dims)
+        for e in self.einsums[1:]:
+            common &= set(e.dims)
+        return tuple(d for d, _ in self.extents if d in common)
+
+    def stage(self, i: int) -> Workload:
+        """Einsum ``i`` alone, as a one-einsum workload over its own dimensions."""
+        e = self.einsums[i]
+        ext = self.extent
+        return Workload(f"{self.name}[{i}]", e, tuple((d, ext[d]) for d in e.dims))
+
+    @property
+    def macs(self) -> int:
+        return sum(self.stage(i).macs for i in range(len(self.einsums)))
+
+    def dag(self):
+        """The tensor/einsum DAG as a ``networkx.DiGraph`` (tensor -> einsum -> tensor)."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for i, e in enumerate(self.einsums):
+            node = ("einsum", i)
+            g.add_node(node, text=e.text())
+            for t in e.inputs:
+                g.add_edge(("tensor", t.name), node)
+            g.add_edge(node, ("tensor", e.output.name))
+        return g

@@ -50,6 +50,9 @@ def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, Di
                     continue
                 lo, hi = bounds[j - 1]
                 bounds[j - 1] = (max(lo, lim.lo), min(hi, lim.hi))
+        if p.fusion_level is not None and d not in p.shared_dims:
+            for j in range(1, p.fusion_level + 1):
+                bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
         if d not in pinned:
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
@@ -91,12 +94,31 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> Encoding:
+    """The whole model of one einsum: its stage, link times, capacity, time."""
+    enc = build_stage(p, constraints, cp_model.CpModel())
+    add_link_times(enc)
+    add_capacity(enc)
+    _add_time(enc)
+    _add_min_utilization(enc, options)
+    return enc
+
+
+def clock_scale(arch) -> int:
+    costs = [arch.compute.clocks_per_call] + [lv.link.input_clocks_per_word for lv in arch.levels[1:]] \
+        + [lv.link.output_clocks_per_word for lv in arch.levels[1:]]
+    return scale_of(costs)
+
+
+def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel) -> Encoding:
+    """Tiles, orders, residency, link words and compute of one einsum on ``model``.
+
+    Link times, capacity constraints and the time are left to the caller: one
+    einsum (:func:`build`) or a fused group (:mod:`mapsearch.model.fusion`).
+    """
     check_supported(p)
     chains, pinned = dimension_chains(p, constraints)
     arch = p.architecture
-    costs = [arch.compute.clocks_per_call] + [lv.link.input_clocks_per_word for lv in arch.levels[1:]] \
-        + [lv.link.output_clocks_per_word for lv in arch.levels[1:]]
-    enc = Encoding(cp_model.CpModel(), p, chains, pinned, scale_of(costs), spatial_level=meshed_level(p))
+    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p))
     _check_homes_fit(enc)
     add_tile_choices(enc)
     add_mesh_factors(enc)
@@ -110,8 +132,6 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
         forced[(resolve_tensor(tensor, p.workload, "constraints", "keep"), resolve_level(level, arch, "constraints", "keep"))] = flag
     add_residency(enc, forced)
     add_link_words(enc)
-    add_link_times(enc)
-    add_capacity(enc)
     add_compute(enc)
     for level, dims in constraints.orders:
         j = resolve_level(level, arch, "constraints", "orders")
@@ -122,8 +142,7 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
         t = resolve_tensor(tensor, p.workload, "constraints", "stationary")
         if j > 0:
             add_stationary(enc, t, j, active, f"{t} stationary at {arch.levels[j].name}")
-    _add_time(enc)
-    _add_min_utilization(enc, options)
+    enc.cache["active"] = active
     return enc
 
 

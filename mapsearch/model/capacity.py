@@ -26,16 +26,27 @@ def tile_words(enc: Encoding, tensor: str, i: int) -> Q:
 
 
 def home_words(enc: Encoding, i: int) -> int:
+    """Words of the tensors homed whole at level ``i`` (fused intermediates hold a tile instead)."""
     p = enc.problem
-    return sum(p.workload.tensor_words(t) for t in p.workload.tensor_names if p.home(t) == i)
+    counted = p.homes_counted
+    return sum(p.workload.tensor_words(t) for t in p.workload.tensor_names
+               if p.home(t) == i and t not in p.fused and (counted is None or t in counted))
 
 
-def add_capacity(enc: Encoding) -> None:
+def add_capacity(enc: Encoding, constrain_up_to: int = -1) -> None:
+    """Occupancy per level; constrained at levels deeper than ``constrain_up_to``.
+
+    A fused group (model/fusion.py) passes its fusion level and constrains
+    the levels it shares itself, summing its stages. A fused intermediate
+    counts its level-``f`` tile in the stage that produces it.
+    """
     p = enc.problem
     w = p.workload
     double = p.architecture.double_buffering
     for i, level in enumerate(p.architecture.levels):
         parts: list[Q] = [Q.const(home_words(enc, i))]
+        if i > 0 and i == p.fusion_level:
+            parts += [tile_words(enc, t, i) for t in p.fused if w.is_output(t)]
         if i > 0:
             for t in w.tensor_names:
                 kept = enc.kept[(t, i)]
@@ -52,7 +63,7 @@ def add_capacity(enc: Encoding) -> None:
                 parts.append(enc.select(kept, words, Q.const(0), f"held_{t}_L{i}"))
         occ = enc.total(parts)
         enc.occupancy[i] = occ
-        if level.capacity is not None and not occ.is_const:
+        if level.capacity is not None and not occ.is_const and i > constrain_up_to:
             guard = enc.model.new_bool_var(f"capacity_{level.name}")
             enc.model.add(occ.expr <= level.capacity).only_enforce_if(guard)
             enc.capacity_guard[i] = guard

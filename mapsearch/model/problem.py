@@ -29,9 +29,23 @@ class UnsupportedProblem(MapsearchError):
 
 @dataclass(frozen=True)
 class Problem:
+    """One einsum on one architecture.
+
+    As a stage of a fused group (docs/fusion.md): ``fusion_level`` is the
+    level whose loops and above are shared, ``shared_dims`` the dimensions
+    those loops may tile (the others are whole there), ``fused`` the
+    intermediates homed at the fusion level as a buffer of their level-``f``
+    tile, and ``homes_counted`` the tensors whose homes this stage counts
+    in capacity (so a group counts each home once).
+    """
+
     workload: Workload
     architecture: Architecture
     homes: tuple[tuple[str, str], ...] = ()
+    fusion_level: int | None = None
+    shared_dims: tuple[str, ...] = ()
+    fused: tuple[str, ...] = ()
+    homes_counted: frozenset[str] | None = None
 
     @property
     def depth(self) -> int:

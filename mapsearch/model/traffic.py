@@ -84,9 +84,13 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
              for e in irrelevant]
     total = enc.product(main, f"words_{tensor}_L{i}_all")
 
+    # Below a fusion level, buffers are emptied between sub-nest runs (docs/fusion.md):
+    # an outer loop that advances always reloads, so only the sub-nest's loops give reuse.
+    reset = enc.problem.fusion_level
+    first_loop_level = reset + 1 if reset is not None and i > reset else 1
     corrections: list[Q] = []
     for e in irrelevant:
-        for j in range(1, i + 1):
+        for j in range(first_loop_level, i + 1):
             step = seen(e, lambda v, e=e, j=j: count_step(enc, e, j, v))
             if step.is_const and int(step.expr) == 0:
                 continue  # e's level-j loop never advances

@@ -132,29 +132,49 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     enc = build(problem, constraints, options)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
+    phases, schedule = run_phases(
+        enc.model, _objectives(enc, options), options, start,
+        decode=lambda solver: decode(enc, solver),
+        hint_vars=_decision_vars(enc),
+        coarse=lambda left: _coarse_solution(enc, options, left),
+        floor=lambda name: _floor(enc, name),
+        on_infeasible=lambda: explain_infeasible(problem, constraints, options),
+    )
+    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
+    return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
+                       binding_report(schedule), search_space(enc))
+
+
+def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start: float, *, decode, hint_vars,
+               coarse=lambda left: None, floor=lambda name: None, on_infeasible=None):
+    """Minimise each objective in turn, keeping the previous ones at their values.
+
+    Returns the phases and the last decoded schedule. ``coarse(time_left)``
+    may give a ``(value, solver)`` to hint from; ``floor(name)`` a proven
+    lower bound that, when the hint meets it, proves the phase at once.
+    """
     phases: list[Phase] = []
     schedule = None
     previous = None
-    objectives = _objectives(enc, options)
     for n, (name, expr, scale) in enumerate(objectives):
-        enc.model.minimize(expr)
+        model.minimize(expr)
         t0 = time.perf_counter()
-        hint = _coarse_solution(enc, options, options.time_limit - (t0 - start))
-        floor = _floor(enc, name)
-        if hint is not None and floor is not None and hint[0] == floor:
+        hint = coarse(options.time_limit - (t0 - start))
+        known = floor(name)
+        if hint is not None and known is not None and hint[0] == known:
             value = bound = hint[0]
             status, solver = "OPTIMAL", hint[1]
         else:
             if hint is not None:
-                _hint(enc, hint[1])
+                _hint(model, hint_vars, hint[1])
             solver = _solver(options, options.time_limit - (time.perf_counter() - start))
-            status = _STATUS[solver.solve(enc.model)]
+            status = _STATUS[solver.solve(model)]
             if status == "INFEASIBLE":
-                raise explain_infeasible(problem, constraints, options)
+                raise on_infeasible() if on_infeasible else InfeasibleError("infeasible")
             if status not in ("OPTIMAL", "FEASIBLE"):
                 if phases:
                     # Out of time: keep the previous phase's schedule, not minimised on this objective.
-                    kept = int(_value_of(enc, expr, previous))
+                    kept = int(previous.value(expr))
                     bound = int(math.ceil(solver.best_objective_bound - 1e-9))
                     phases.append(Phase(name, "FEASIBLE", Fraction(kept, scale), Fraction(min(bound, kept), scale),
                                         time.perf_counter() - t0))
@@ -166,19 +186,12 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
             bound = int(math.ceil(solver.best_objective_bound - 1e-9))
         log.info("phase %s: %s in %.3fs", name, status, time.perf_counter() - t0)
         phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0))
-        schedule = decode(enc, solver)
+        schedule = decode(solver)
         previous = solver
         if n + 1 < len(objectives):
-            enc.model.add(expr <= value)  # keep this phase's optimum (or best found)
-            _hint(enc, solver)
-    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
-    return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
-                       binding_report(schedule), search_space(enc))
-
-
-def _value_of(enc: Encoding, expr, solver: cp_model.CpSolver) -> int:
-    """Value of a linear expression in an earlier phase's solution."""
-    return int(solver.value(expr))
+            model.add(expr <= value)  # keep this phase's optimum (or best found)
+            _hint(model, hint_vars, solver)
+    return phases, schedule
 
 
 def coarse_chains(extent: int, tiles) -> list[int]:
@@ -220,10 +233,10 @@ def _floor(enc: Encoding, name: str) -> int | None:
     return fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale)
 
 
-def _hint(enc: Encoding, solver: cp_model.CpSolver) -> None:
-    enc.model.clear_hints()
-    for v in _decision_vars(enc):
-        enc.model.add_hint(v, solver.value(v))
+def _hint(model: cp_model.CpModel, variables: list, solver: cp_model.CpSolver) -> None:
+    model.clear_hints()
+    for v in variables:
+        model.add_hint(v, solver.value(v))
 
 
 def _decision_vars(enc: Encoding) -> list:

@@ -6,8 +6,12 @@
                     [--link-energy NAME=COST ...] [--op-energy X]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
     mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
+    mapsearch trace SCHEDULE.json [--format ramulator2|ramulator1|dramsim3] [-o FILE] [--layouts FILE.yaml]
+                    [--dram PRESET] [--element-order ORDER] [--request-bytes N] [--json]
     mapsearch sweep SWEEP.yaml [--out DIR] [--workers N] [--scheduler tcp://HOST:PORT]
                     [--retry-failed] [--time-limit S] [--export-only] [-q]
+    mapsearch characterize MODEL PROFILE [PROFILE ...] [--out DIR] [--workers N]
+                    [--scheduler tcp://HOST:PORT] [--time-limit S] [--top N] [--no-plot]
 
 Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``,
 and always after ``solve``) or the data check failed; 2 bad input, an
@@ -208,9 +212,23 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trace(args: argparse.Namespace) -> int:
+    """Hand over to ``mapsearch.dram.cli_trace.run(args)`` (docs/dram.md)."""
+    from mapsearch.dram.cli_trace import run
+
+    return run(args)
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     """Hand over to ``mapsearch.sweep.cli_sweep.run(args)``; its return value is the exit code."""
     from mapsearch.sweep.cli_sweep import run
+
+    return run(args)
+
+
+def _cmd_characterize(args: argparse.Namespace) -> int:
+    """Hand over to ``mapsearch.characterize.cli.run(args)``; its return value is the exit code."""
+    from mapsearch.characterize.cli import run
 
     return run(args)
 
@@ -311,9 +329,17 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of to stdout")
     export.set_defaults(func=_cmd_export)
 
+    from mapsearch.dram.cli_trace import add_parser as add_trace_parser
+
+    add_trace_parser(sub, common).set_defaults(func=_cmd_trace)
+
     from mapsearch.sweep.cli_sweep import add_parser as add_sweep_parser
 
     add_sweep_parser(sub, common).set_defaults(func=_cmd_sweep)
+
+    from mapsearch.characterize.cli import add_parser as add_characterize_parser
+
+    add_characterize_parser(sub, common).set_defaults(func=_cmd_characterize)
     return parser
 
 

@@ -115,6 +115,7 @@ class Architecture:
     levels: tuple[Level, ...]
     compute: Compute = field(default_factory=Compute)
     double_buffering: bool = False
+    dram: object | None = None  # a mapsearch.dram.DramSpec of the top level (docs/dram.md), or None
 
     @property
     def level_names(self) -> tuple[str, ...]:

@@ -358,7 +358,10 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
     compute_raw = data.get("compute") or {}
     block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
     clocks = fraction_from_json(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"), positive=True)
-    return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)))
+    from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
+
+    return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
+                        dram_from_dict(data.get("dram"), source, f("dram")))
 
 
 def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tuple[MeshAxis, ...]]:
@@ -475,5 +478,12 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
             "clocks_per_call": fraction_to_json(architecture.compute.clocks_per_call),
         },
         "double_buffering": architecture.double_buffering,
+        **({"dram": _dram_to_dict(architecture.dram)} if architecture.dram is not None else {}),
     }
+
+
+def _dram_to_dict(spec: Any) -> dict[str, Any]:
+    from mapsearch.dram.spec import dram_to_dict
+
+    return dram_to_dict(spec)
 

@@ -1,0 +1,25 @@
+"""Row activations of the seed's scenario: the thrashing order against the fix.
+
+    python examples/dram/row-thrashing/run.py
+"""
+
+from pathlib import Path
+
+from mapsearch.dram.options import load_trace_options
+from mapsearch.schedule.json_io import load_schedule
+from mapsearch.sim.dram_trace import row_activations
+
+HERE = Path(__file__).resolve().parent
+
+
+def activations(options: str):
+    schedule = load_schedule(HERE / "schedule.json")
+    opts = load_trace_options(schedule, HERE / options)
+    return row_activations(schedule, opts.dram, opts.layouts, opts.element_order)
+
+
+if __name__ == "__main__":
+    for name in ("thrash.yaml", "fix.yaml"):
+        stats = activations(name)
+        print(f"== {name}: {stats.activations} activations ({stats.tensor('I').activations} for the input)")
+        print(stats.text())

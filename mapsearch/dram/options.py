@@ -1,0 +1,75 @@
+"""The trace options file of ``mapsearch trace --layouts FILE`` (docs/dram.md).
+
+    dram: {preset: ddr4-3200, element_bytes: 1}   # optional: replaces the architecture's dram entry
+    dram_level: 0                                 # optional: the level that is DRAM (default the top)
+    layouts:
+      I: {kind: row_aligned, order: [n, c, q+s, p+r], slice: c}
+      W: {kind: tiled, tile: {k: 4, c: 2}}
+    element_order:                                # optional: 'layout' (default), 'nest', or per tensor
+      I: [n, c, q, s, p, r]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from mapsearch.dram.geometry import DramSpec
+from mapsearch.dram.layout import LayoutError, Layouts, layouts_from_dict
+from mapsearch.errors import SpecError
+from mapsearch.schedule.schedule import Schedule
+
+
+@dataclass
+class TraceOptions:
+    dram: DramSpec
+    layouts: Layouts
+    element_order: Any
+    dram_level: int = 0
+
+
+def _err(source: str, field: str, detail: str) -> SpecError:
+    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
+
+
+def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: str = "<options>",
+                  dram_override: DramSpec | None = None) -> TraceOptions:
+    from mapsearch.dram.spec import dram_from_dict
+    from mapsearch.sim.dram_trace import _normalise_order
+
+    data = dict(data or {})
+    for key in data:
+        if key not in ("dram", "layouts", "element_order", "dram_level"):
+            raise _err(source, str(key), "unknown field; expected one of dram, layouts, element_order, dram_level")
+    dram = dram_override or dram_from_dict(data.get("dram"), source, "dram") or getattr(schedule.architecture, "dram", None)
+    if dram is None:
+        raise _err(source, "dram", "no DRAM: give the architecture a dram: entry, a dram: entry here, or --dram PRESET")
+    level = data.get("dram_level", 0)
+    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level < schedule.architecture.depth - 1:
+        raise _err(source, "dram_level", f"expected a level index 0..{schedule.architecture.depth - 2}, got {level!r}")
+    raw_layouts = data.get("layouts") or {}
+    if not isinstance(raw_layouts, Mapping):
+        raise _err(source, "layouts", f"expected a mapping tensor -> layout, got {raw_layouts!r}")
+    try:
+        layouts = layouts_from_dict(schedule.workload, dram, raw_layouts)
+    except LayoutError as e:
+        raise _err(source, e.field, e.detail) from None
+    order = data.get("element_order", "layout")
+    try:
+        _normalise_order(schedule, order)
+    except ValueError as e:
+        field, _, detail = str(e).partition(": ")
+        raise _err(source, field, detail) from None
+    return TraceOptions(dram, layouts, order, level)
+
+
+def load_trace_options(schedule: Schedule, path: str | Path | None, dram_override: DramSpec | None = None) -> TraceOptions:
+    if path is None:
+        return trace_options(schedule, None, "<no options>", dram_override)
+    from mapsearch.spec.load import read_yaml
+
+    data = read_yaml(path)
+    if data is not None and not isinstance(data, Mapping):
+        raise _err(str(path), "", "expected a mapping with layouts, element_order, dram")
+    return trace_options(schedule, data, str(path), dram_override)

@@ -45,5 +45,15 @@ def replay_function(mode: str) -> ReplayFunction:
 
 
 def replay(schedule: Schedule, mode: str = "events", **options: Any) -> ReplayResult:
-    """Replay ``schedule`` in ``mode`` and return what it counted (and, in data modes, the check)."""
+    """Replay ``schedule`` in ``mode`` and return what it counted (and, in data modes, the check).
+
+    A :class:`~mapsearch.schedule.fused.FusedSchedule` goes to :func:`mapsearch.sim.fused.replay_fused`
+    (modes ``events``, ``count``, ``data``/``events-data``).
+    """
+    from mapsearch.schedule.fused import FusedSchedule
+
+    if isinstance(schedule, FusedSchedule):
+        from mapsearch.sim.fused import replay_fused
+
+        return replay_fused(schedule, mode, **options)
     return replay_function(mode)(schedule, **options)

@@ -1,0 +1,586 @@
+"""Replay of fused einsum chains (docs/fusion.md): events, count and data modes, and the unfused run.
+
+``replay_fused(fs, mode)`` runs a :class:`~mapsearch.schedule.fused.FusedSchedule`:
+
+- ``"events"``: one ``Cache`` per level, ``Bandwidth`` links with their
+  counters and one ``TileOp``; the outer nest (levels ``1..f`` over the
+  shared dimensions) is walked step by step; per outer step the tensors kept
+  at levels ``<= f`` move as in one einsum (evict innermost first, then fetch
+  outermost first), every intermediate's level-``f`` tile is created as
+  zeros at level ``f``, the einsums run their sub-nests (levels ``f+1..L0``)
+  one after the other in chain order, each ending with its buffers below
+  ``f`` flushed (outputs stored up innermost first, inputs dropped), and the
+  intermediates are dropped. Outputs are stored with ``store_to`` (the tile
+  overwrites the region above), so a wrong reload decision shows as wrong
+  values in data mode.
+- ``"data"`` (alias ``"events-data"``): the same walk carrying random input
+  values through the tiles; the chain's final outputs are compared with numpy
+  computed einsum by einsum, and no intermediate word may cross a link at or
+  above ``f``.
+- ``"count"``: the vectorised walk of :mod:`mapsearch.sim.walk` per stage
+  (its tile sequence is the stage's own loop nest, which is what the fused run
+  visits), with every level below ``f`` re-entering its regions at the start
+  of each sub-nest run (the run of a level-``i`` tile is its level-``f``
+  ancestor). No formula: region changes along the visited sequence.
+
+Figures: per link the words of every tensor (intermediates are listed only
+on links below ``f``), op calls and compute time summed over the einsums,
+``time = max(compute total, slowest link)`` (``Figures.time``), occupancy per
+level per the capacity rule of docs/fusion.md (the cache peaks in events
+mode).
+
+``replay_unfused(graph, stages, mode)`` runs the einsums one after the other
+(each with the single-einsum replay of ``mode``), intermediates homed at the
+top; its figures add up and ``time`` is the sum of the stages' times.
+
+This module imports nothing from ``mapsearch.model`` or ``mapsearch.solve``.
+See "Replay decisions" in docs/fusion.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from mapsearch.errors import ScheduleError
+from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.fused import FusedSchedule
+from mapsearch.schedule.fused_json import fused_violations
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.bandwidth import Bandwidth
+from mapsearch.sim.cache import Cache
+from mapsearch.sim.compute import TileOp, calls_for_tile, einsum_kernel, einsum_reference
+from mapsearch.sim.counters import ReplayResult
+from mapsearch.sim.errors import UnknownModeError
+from mapsearch.sim.events import Box, Event, Region, region_of, region_text, tiles_inside
+from mapsearch.sim.tensor import Tensor
+from mapsearch.spec.architecture import SHARED
+from mapsearch.spec.workload import WorkloadGraph
+
+__all__ = ["FUSED_MODES", "replay_fused", "replay_unfused", "UnfusedResult", "chain_tensor_names", "chain_reference"]
+
+FUSED_MODES = ("events", "count", "data", "events-data")
+RTOL = 1e-9
+
+
+def chain_tensor_names(graph: WorkloadGraph) -> tuple[str, ...]:
+    """Every tensor of the chain, in order of first appearance (per einsum: inputs, then the output)."""
+    seen: dict[str, None] = {}
+    for e in graph.einsums:
+        for t in e.tensors:
+            seen.setdefault(t.name, None)
+    return tuple(seen)
+
+
+def chain_inputs(graph: WorkloadGraph) -> tuple[str, ...]:
+    written = {e.output.name for e in graph.einsums}
+    return tuple(t for t in chain_tensor_names(graph) if t not in written)
+
+
+def chain_outputs(graph: WorkloadGraph) -> tuple[str, ...]:
+    inter = set(graph.intermediates)
+    return tuple(e.output.name for e in graph.einsums if e.output.name not in inter)
+
+
+def chain_reference(graph: WorkloadGraph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every tensor's values, the einsums computed one after the other with numpy."""
+    values = dict(inputs)
+    for i in range(len(graph.einsums)):
+        w = graph.stage(i)
+        values[w.einsum.output.name] = einsum_reference(w, values)
+    return values
+
+
+def _check(fs: FusedSchedule) -> None:
+    found = fused_violations(fs)
+    if found:
+        raise ScheduleError(found[0])
+
+
+@dataclass
+class _Held:
+    region: Region
+    tensor: Tensor
+
+
+def _shape(region: Region) -> list[int]:
+    return [b - a + 1 for a, b in region]
+
+
+def _nest(stage: Schedule, first: int, last: int, top: Box) -> Iterator[tuple[Box, ...]]:
+    """Every step of the stage's levels ``first..last`` inside ``top``: the box of each of those levels."""
+    dims = stage.workload.dims
+    tiles = [tuple(lm.tile_extent(d) for d in dims) for lm in stage.levels]
+    orders = [tuple(dims.index(d) for d in lm.order) for lm in stage.levels]
+
+    def below(level: int, boxes: tuple[Box, ...], parent: Box) -> Iterator[tuple[Box, ...]]:
+        if level > last:
+            yield boxes
+            return
+        for box in tiles_inside(parent, tiles[level], orders[level]):
+            yield from below(level + 1, boxes + (box,), box)
+
+    yield from below(first, (), top)
+
+
+# ---------------------------------------------------------------- events
+class _FusedEvents:
+    def __init__(self, fs: FusedSchedule, with_data: bool, seed: int, on_event: Callable[[Event], None] | None):
+        _check(fs)
+        self.fs = fs
+        self.g = fs.graph
+        self.arch = fs.architecture
+        self.f = fs.fusion_level
+        self.depth = self.arch.depth
+        self.inner = self.depth - 1
+        self.with_data = with_data
+        self.on_event = on_event
+        self.names = chain_tensor_names(self.g)
+        self.inter = tuple(self.g.intermediates)
+        self.producer = {e.output.name: n for n, e in enumerate(self.g.einsums)}
+        self.owner: dict[str, int] = {}
+        for n, e in enumerate(self.g.einsums):
+            for t in e.tensors:
+                self.owner.setdefault(t.name, n)
+        self._build()
+        self.kernels = [einsum_kernel(st.workload) for st in fs.stages] if with_data else None
+        self.block = dict(self.arch.compute.block)
+        self.held: dict[tuple[str, int], _Held] = {}
+        self.seen_out: set[tuple[str, int, Region]] = set()
+        self.inter_buf: dict[str, _Held] = {}
+        # Homes of the tensors other than intermediates, created once.
+        self.homes: dict[str, Tensor] = {}
+        self.home_level: dict[str, int] = {}
+        self.inputs: dict[str, np.ndarray] = {}
+        rng = np.random.default_rng(seed)
+        for t in self.names:
+            if t in self.inter:
+                continue
+            st = fs.stages[self.owner[t]]
+            h = st.home(t)
+            shape = list(st.workload.tensor_shape(t))
+            tensor = self.caches[h].create(shape, name=t, key=f"{t} (home)", data=with_data)
+            if with_data and t in chain_inputs(self.g):
+                values = rng.standard_normal(shape)
+                tensor.to_numpy()[...] = values
+                self.inputs[t] = values
+            self.homes[t] = tensor
+            self.home_level[t] = h
+        # (stage, tensor, level) kept at levels 1..f: outermost level first, stages, tensors in workload order.
+        self.kept_outer = [
+            (e, t, i)
+            for i in range(1, self.f + 1)
+            for e, st in enumerate(fs.stages)
+            for t in st.workload.tensor_names
+            if st.keeps(t, i)
+        ]
+        self.kept_inner = [
+            [(t, i) for i in range(self.f + 1, self.depth) for t in st.workload.tensor_names if st.keeps(t, i)]
+            for st in fs.stages
+        ]
+        self.access = [{a.name: a for a in st.workload.tensors} for st in fs.stages]
+
+    def _build(self) -> None:
+        arch = self.arch
+        inner = arch.levels[-1]
+        self.op = TileOp(arch.compute.clocks_per_call, None)
+        caches = [Cache(inner.capacity, self.op, name=inner.name)]
+        links: list[Bandwidth] = []
+        for child in range(arch.depth - 1, 0, -1):
+            link = arch.levels[child].link
+            if link is None:
+                raise ValueError(f"level {arch.levels[child].name} has no link to its parent")
+            bw = Bandwidth(caches[-1], link.input_clocks_per_word, None if link.lines == SHARED else link.output_clocks_per_word)
+            links.append(bw)
+            caches.append(Cache(arch.levels[child - 1].capacity, bw, name=arch.levels[child - 1].name))
+        self.caches = caches[::-1]  # top first
+        self.links = [None] + links[::-1]  # links[j]: the link into level j
+
+    def _emit(self, kind: str, tensor: str, level: int, region: Region, words: int, source: int | None = None) -> None:
+        if self.on_event is not None:
+            self.on_event(Event(kind, tensor, level, region, words, source))
+
+    def _view_at(self, tensor: str, level: int, region: Region) -> Tensor:
+        if tensor in self.inter_buf and level == self.f:
+            held = self.inter_buf[tensor]
+        elif tensor in self.homes and level == self.home_level[tensor]:
+            holder = self.homes[tensor]
+            return holder[tuple(slice(a, b + 1) for a, b in region)]
+        else:
+            held = self.held[(tensor, level)]
+        if held.region == region:
+            return held.tensor
+        origin = tuple(a for a, _ in held.region)
+        return held.tensor[tuple(slice(a - o, b - o + 1) for (a, b), o in zip(region, origin))]
+
+    # -- moves
+    def _evict(self, e: int, t: str, i: int) -> None:
+        st = self.fs.stages[e]
+        held = self.held.pop((t, i))
+        if st.workload.is_output(t):
+            up = st.keeper_above(t, i)
+            self.caches[up].store_to(held.tensor, self._view_at(t, up, held.region))
+            self._emit("store", t, i, held.region, held.tensor.size(), up)
+        else:
+            self.caches[i].free(held.tensor)
+            self._emit("drop", t, i, held.region, 0)
+
+    def _fetch(self, e: int, t: str, i: int, region: Region) -> None:
+        st = self.fs.stages[e]
+        key = region_text(t, region)
+        up = st.keeper_above(t, i)
+        if st.workload.is_output(t) and (t, i, region) not in self.seen_out:
+            tile = self.caches[i].create(_shape(region), name=t, key=key, data=self.with_data)
+            self._emit("zero", t, i, region, 0)
+        else:
+            tile = self.caches[up].load(self._view_at(t, up, region), into=self.caches[i], key=key)
+            self._emit("load", t, i, region, tile.size(), up)
+        if st.workload.is_output(t):
+            self.seen_out.add((t, i, region))
+        self.held[(t, i)] = _Held(region, tile)
+
+    def _move(self, want: dict[tuple[int, str, int], Region | None]) -> None:
+        """Evict every pair whose region changes (innermost level first), then fetch (outermost first)."""
+        moving = [k for k, w in want.items() if (self.held[(k[1], k[2])].region if (k[1], k[2]) in self.held else None) != w]
+        for e, t, i in sorted(moving, key=lambda k: -k[2]):  # stable: stages, tensors in order within a level
+            if (t, i) in self.held:
+                self._evict(e, t, i)
+        for e, t, i in moving:
+            if want[(e, t, i)] is not None:
+                self._fetch(e, t, i, want[(e, t, i)])
+
+    # -- the run
+    def _stage_box(self, e: int, shared_box: dict[str, tuple[int, int]]) -> Box:
+        ext = self.g.extent
+        return tuple(shared_box.get(d, (0, ext[d])) for d in self.fs.stages[e].workload.dims)
+
+    def _outer_steps(self) -> Iterator[tuple[dict[str, tuple[int, int]], ...]]:
+        """Per outer step, the shared-dimension box of each level ``0..f`` (from stage 0)."""
+        st0 = self.fs.stages[0]
+        dims = st0.workload.dims
+        shared = set(self.g.shared_dims)
+        top: Box = tuple((0, self.g.extent[d]) for d in dims)
+        if self.f == 0:
+            yield ({d: top[k] for k, d in enumerate(dims) if d in shared},)
+            return
+        for boxes in _nest(st0, 1, self.f, top):
+            full = (top,) + boxes
+            yield tuple({d: b[k] for k, d in enumerate(dims) if d in shared} for b in full)
+
+    def _run_op(self, e: int, box: Box) -> None:
+        st = self.fs.stages[e]
+        dims = st.workload.dims
+        acc = self.access[e]
+        operands = {t: self._view_at(t, self.inner, region_of(acc[t], dims, box)) for t in st.workload.tensor_names}
+        extents = {d: size for d, (_, size) in zip(dims, box)}
+        calls = calls_for_tile(extents, self.block)
+        if self.kernels is not None:
+            self.op.kernel = self.kernels[e]
+        out = st.workload.einsum.output.name
+        self.op.run(operands[out], [operands[a.name] for a in st.workload.einsum.inputs], calls=calls, extents=extents)
+        self._emit("run", out, self.inner, region_of(acc[out], dims, box), calls)
+
+    def _sub_nest(self, e: int, fbox: Box) -> None:
+        st = self.fs.stages[e]
+        dims = st.workload.dims
+        acc = self.access[e]
+        if self.f == self.inner:
+            self._run_op(e, fbox)
+            return
+        for boxes in _nest(st, self.f + 1, self.inner, fbox):
+            want = {(e, t, i): region_of(acc[t], dims, boxes[i - self.f - 1]) for t, i in self.kept_inner[e]}
+            self._move(want)
+            self._run_op(e, boxes[-1])
+        # End of the run: every buffer below f leaves, innermost first.
+        self._move({(e, t, i): None for t, i in self.kept_inner[e]})
+
+    def run(self) -> ReplayResult:
+        f = self.f
+        for shared_boxes in self._outer_steps():
+            want = {}
+            for e, t, i in self.kept_outer:
+                st = self.fs.stages[e]
+                want[(e, t, i)] = region_of(self.access[e][t], st.workload.dims, self._stage_box(e, shared_boxes[i]))
+            self._move(want)
+            fboxes = [self._stage_box(e, shared_boxes[f]) for e in range(len(self.fs.stages))]
+            for t in self.inter:
+                p = self.producer[t]
+                region = region_of(self.access[p][t], self.fs.stages[p].workload.dims, fboxes[p])
+                buf = self.caches[f].create(_shape(region), name=t, key=region_text(t, region) + " (fused)", data=self.with_data)
+                self.inter_buf[t] = _Held(region, buf)
+                self._emit("zero", t, f, region, 0)
+            for e in range(len(self.fs.stages)):
+                self._sub_nest(e, fboxes[e])
+            for t in self.inter:
+                held = self.inter_buf.pop(t)
+                self.caches[f].free(held.tensor)
+                self._emit("drop", t, f, held.region, 0)
+        self._move({(e, t, i): None for e, t, i in self.kept_outer})
+        figures = self._figures()
+        if not self.with_data:
+            return ReplayResult(figures)
+        ref = chain_reference(self.g, self.inputs)
+        error, ok = 0.0, True
+        for t in chain_outputs(self.g):
+            got = self.homes[t].to_numpy()
+            want = ref[t]
+            if got.size:
+                error = max(error, float(np.max(np.abs(got - want))))
+                scale = max(1.0, float(np.max(np.abs(want))))
+                ok = ok and bool(np.max(np.abs(got - want)) <= RTOL * scale)
+        for j in range(1, f + 1):
+            for t in self.inter:
+                if self.links[j].input_by_tensor.get(t, 0) or self.links[j].output_by_tensor.get(t, 0):
+                    ok = False
+        return ReplayResult(figures, ok, error)
+
+    def _figures(self) -> Figures:
+        arch = self.arch
+        links = []
+        for j in range(1, self.depth):
+            bw = self.links[j]
+            names = [t for t in self.names if j > self.f or t not in self.inter]
+            links.append(
+                LinkFigures(
+                    arch.link_name(j),
+                    bw.input,
+                    bw.output,
+                    Fraction(bw.time),
+                    tuple(TensorTraffic(t, bw.input_by_tensor.get(t, 0), bw.output_by_tensor.get(t, 0)) for t in names),
+                )
+            )
+        calls = self.op.calls
+        return Figures(
+            links=tuple(links),
+            op_calls=calls,
+            compute_time=calls * Fraction(arch.compute.clocks_per_call),
+            macs=self.g.macs,
+            block_macs=arch.compute.block_macs,
+            occupancy=tuple((lv.name, self.caches[i].peak) for i, lv in enumerate(arch.levels)),
+            compute_instances=1,
+            busiest_calls=calls,
+        )
+
+
+# ---------------------------------------------------------------- count
+def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
+    from mapsearch.sim.walk import CHUNK, _check_capacity, _Counter, piece_tables, tile_chunks
+
+    _check(fs)
+    chunk = CHUNK if chunk is None else chunk
+    g, arch, f = fs.graph, fs.architecture, fs.fusion_level
+    depth = arch.depth
+    inner = depth - 1
+    names = chain_tensor_names(g)
+    inter = set(g.intermediates)
+    down = [dict.fromkeys(names, 0) for _ in range(depth)]
+    up = [dict.fromkeys(names, 0) for _ in range(depth)]
+    op_calls = 0
+    # Occupancy pieces: allocations at levels <= f (all stages at once); per stage below f.
+    shared_alloc: list[list[tuple[str, int]]] = [[] for _ in range(depth)]
+    owner: dict[str, int] = {}
+    for n, e in enumerate(g.einsums):
+        for t in e.tensors:
+            owner.setdefault(t.name, n)
+    for t in names:
+        if t not in inter:
+            st = fs.stages[owner[t]]
+            shared_alloc[st.home(t)].append((f"{t} (home)", st.workload.tensor_words(t)))
+    stage_alloc: list[list[list[tuple[str, int]]]] = [[[] for _ in range(depth)] for _ in fs.stages]
+    for e, st in enumerate(fs.stages):
+        wl = st.workload
+        tables = piece_tables(st)
+        nd = len(tables.dims)
+        block = [arch.compute.block_extent(d) for d in tables.dims]
+        # anc[i][k]: the level-f piece of dim k that each level-i piece lies in.
+        anc: dict[int, list[np.ndarray]] = {}
+        for i in range(f + 1, depth):
+            per = []
+            for k in range(nd):
+                m = np.arange(tables.count(i, k), dtype=np.int64)
+                for lvl in range(i, f, -1):
+                    parent = np.repeat(np.arange(tables.count(lvl - 1, k), dtype=np.int64), tables.n_children[lvl - 1][k])
+                    m = parent[m]
+                per.append(m)
+            anc[i] = per
+        radix_f = tuple(tables.count(f, k) for k in range(nd))
+        for i in range(depth):
+            counters = {t: _Counter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
+            calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(nd)] if i == inner else None
+            if not counters and calls_per_piece is None:
+                continue
+            prev_run = None
+            for pid in tile_chunks(st, tables, i, chunk):
+                start = None
+                if i > f:
+                    run = np.ravel_multi_index(tuple(anc[i][k][pid[k]] for k in range(nd)), radix_f)
+                    start = np.zeros(pid.shape[1], bool)
+                    start[1:] = run[1:] != run[:-1]
+                    start[0] = prev_run is None or int(run[0]) != prev_run
+                    prev_run = int(run[-1])
+                for c in counters.values():
+                    _feed(c, pid, start)
+                if calls_per_piece is not None:
+                    calls = np.ones(pid.shape[1], np.int64)
+                    for k, cp in enumerate(calls_per_piece):
+                        if cp.max() > 1:
+                            calls *= cp[pid[k]]
+                    op_calls += int(calls.sum())
+            for t, c in counters.items():
+                (shared_alloc[i] if i <= f else stage_alloc[e][i]).append((t, c.largest))
+                src = st.keeper_above(t, i)
+                for j in range(src + 1, i + 1):
+                    if c.is_output:
+                        up[j][t] += c.words
+                        down[j][t] += c.reload
+                    else:
+                        down[j][t] += c.words
+    for t in g.intermediates:
+        p = fs.stages[owner[t]]
+        shared_alloc[f].append((f"{t} (fused)", p.workload.tensor(t).words(p.tile_extents(f))))
+    occupancy = []
+    for i, level in enumerate(arch.levels):
+        if i <= f:
+            words = _check_capacity(level.name, level.capacity, shared_alloc[i])
+        else:
+            words = max(_check_capacity(level.name, level.capacity, stage_alloc[e][i]) for e in range(len(fs.stages)))
+        occupancy.append((level.name, words))
+    links = []
+    for j in range(1, depth):
+        link = arch.levels[j].link
+        wd, wu = sum(down[j].values()), sum(up[j].values())
+        listed = [t for t in names if j > f or t not in inter]
+        links.append(LinkFigures(arch.link_name(j), wd, wu, Fraction(link.time(wd, wu)),
+                                 tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in listed)))
+    return Figures(
+        links=tuple(links),
+        op_calls=op_calls,
+        compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
+        macs=g.macs,
+        block_macs=arch.compute.block_macs,
+        occupancy=tuple(occupancy),
+        compute_instances=1,
+        busiest_calls=op_calls,
+    )
+
+
+def _feed(c, pid: np.ndarray, start: np.ndarray | None) -> None:
+    """``_Counter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
+    if start is None:
+        c.feed(pid)
+        return
+    n = pid.shape[1]
+    keys = c._keys(pid)
+    change = start.copy()
+    moved = change[1:]
+    for key in keys:
+        moved |= key[1:] != key[:-1]
+    change[0] |= c.prev is None or any(int(k[0]) != p for k, p in zip(keys, c.prev))
+    c.prev = [int(k[-1]) for k in keys]
+    idx = np.flatnonzero(change)
+    if len(idx) == 0:
+        return
+    at = pid[:, idx]
+    words = np.ones(len(idx), np.int64)
+    for terms in c.axes:
+        words *= sum(cf * (c.size[k][at[k]] - 1) for k, cf in terms) + 1
+    c.words += int(words.sum())
+    c.largest = max(c.largest, int(words.max()))
+    if c.is_output:
+        key = np.ravel_multi_index(tuple(at[k] for k in c.out_dims), c.radix)
+        pos = np.arange(c.entries, c.entries + len(idx), dtype=np.int64)
+        np.minimum.at(c.first_entry, key, pos)
+        seen_before = c.first_entry[key] < pos
+        c.reload += int(words[seen_before].sum())
+    c.entries += len(idx)
+    del n
+
+
+# ---------------------------------------------------------------- entry points
+def replay_fused(fs: FusedSchedule, mode: str = "events", *, seed: int = 0,
+                 on_event: Callable[[Event], None] | None = None, chunk: int | None = None) -> ReplayResult:
+    """Replay a fused schedule in ``mode`` (``events``, ``count``, ``data``/``events-data``).
+
+    Raises ``ScheduleError`` for a schedule that breaks the rules of docs/fusion.md
+    and ``CapacityError`` when a level overflows.
+    """
+    if mode == "events":
+        return _FusedEvents(fs, False, seed, on_event).run()
+    if mode in ("data", "events-data"):
+        return _FusedEvents(fs, True, seed, on_event).run()
+    if mode == "count":
+        return ReplayResult(_count_figures(fs, chunk))
+    raise UnknownModeError(f"unknown fused replay mode {mode!r}; expected one of {sorted(FUSED_MODES)}")
+
+
+@dataclass(frozen=True)
+class UnfusedResult:
+    """The einsums run one after the other: ``figures`` add up (words, calls, compute time; occupancy is the
+    largest per level over the stages), ``time`` is the sum of the stages' times, ``stages`` each stage's result."""
+
+    figures: Figures
+    time: Fraction
+    stages: tuple[ReplayResult, ...]
+    data_ok: bool | None = None
+    max_abs_error: float | None = None
+
+
+def sum_figures(graph: WorkloadGraph, parts: Sequence[Figures], arch) -> Figures:
+    names = chain_tensor_names(graph)
+    links = []
+    for j, name in enumerate(arch.link_names):
+        down = dict.fromkeys(names, 0)
+        up = dict.fromkeys(names, 0)
+        for p in parts:
+            for tt in p.links[j].tensors:
+                down[tt.tensor] += tt.words_down
+                up[tt.tensor] += tt.words_up
+        wd = sum(p.links[j].words_down for p in parts)
+        wu = sum(p.links[j].words_up for p in parts)
+        links.append(LinkFigures(name, wd, wu, Fraction(arch.levels[j + 1].link.time(wd, wu)),
+                                 tuple(TensorTraffic(t, down[t], up[t]) for t in names)))
+    occupancy = tuple((lv.name, max(dict(p.occupancy)[lv.name] for p in parts)) for lv in arch.levels)
+    calls = sum(p.op_calls for p in parts)
+    return Figures(
+        links=tuple(links),
+        op_calls=calls,
+        compute_time=sum((Fraction(p.compute_time) for p in parts), Fraction(0)),
+        macs=graph.macs,
+        block_macs=arch.compute.block_macs,
+        occupancy=occupancy,
+        compute_instances=1,
+        busiest_calls=calls,
+    )
+
+
+def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str = "events", **options) -> UnfusedResult:
+    """Run ``stages[e]`` (einsum ``e`` alone) one after the other with the single-einsum replay of ``mode``.
+
+    Every intermediate must be homed at the top in the stages that use it
+    (materialized whole, written up, read back). In data modes each stage is
+    checked against numpy on its own random inputs; ``data_ok`` is their conjunction.
+    """
+    from mapsearch.sim.replay import replay
+
+    if len(stages) != len(graph.einsums):
+        raise ScheduleError(f"stages: expected one stage per einsum ({len(graph.einsums)}), got {len(stages)}")
+    arch = stages[0].architecture
+    for e, st in enumerate(stages):
+        if st.workload.einsum != graph.einsums[e]:
+            raise ScheduleError(f"stages[{e}].workload: expected einsum {graph.einsums[e].text()!r}, got {st.workload.einsum.text()!r}")
+        if st.architecture != arch:
+            raise ScheduleError(f"stages[{e}].architecture: every stage must use one architecture")
+        for t in graph.intermediates:
+            if t in st.workload.tensor_names and st.home(t) != 0:
+                raise ScheduleError(f"stages[{e}].homes.{t}: an unfused intermediate is materialized at the top "
+                                    f"{arch.levels[0].name}, got {arch.levels[st.home(t)].name}")
+    results = tuple(replay(st, mode, **options) for st in stages)
+    figures = sum_figures(graph, [r.figures for r in results], arch)
+    time = sum((r.figures.time for r in results), Fraction(0))
+    oks = [r.data_ok for r in results]
+    data_ok = None if any(o is None for o in oks) else all(oks)
+    errors = [r.max_abs_error for r in results if r.max_abs_error is not None]
+    return UnfusedResult(figures, time, results, data_ok, max(errors) if errors else None)

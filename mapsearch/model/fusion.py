@@ -65,6 +65,7 @@ def stage_problems(graph: WorkloadGraph, arch: Architecture, homes: dict[str, st
     inter = set(graph.intermediates)
     counted: set[str] = set()
     out = []
+    tileable = outer_dims(graph)
     for i in range(len(graph.einsums)):
         w = graph.stage(i)
         names = w.tensor_names
@@ -72,9 +73,17 @@ def stage_problems(graph: WorkloadGraph, arch: Architecture, homes: dict[str, st
         stage_homes.update({t: arch.levels[f].name for t in names if t in inter})
         mine = frozenset(t for t in names if t not in counted)
         counted |= set(names)
-        out.append(Problem(w, arch, tuple(stage_homes.items()), f, graph.shared_dims,
+        out.append(Problem(w, arch, tuple(stage_homes.items()), f, tileable,
                            tuple(t for t in names if t in inter), mine))
     return out
+
+
+def outer_dims(graph: WorkloadGraph) -> tuple[str, ...]:
+    """Dimensions the outer nest may tile: shared by every einsum, and not summed over by a
+    producer of an intermediate (else an intermediate tile would be produced in pieces)."""
+    inter = set(graph.intermediates)
+    summed = {d for e in graph.einsums if e.output.name in inter for d in e.dims if d not in e.output.dims}
+    return tuple(d for d in graph.shared_dims if d not in summed)
 
 
 def build_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], f: int) -> FusedEncoding:
@@ -91,7 +100,7 @@ def build_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
 def _tie_outer_nest(fe: FusedEncoding) -> None:
     """One outer nest: equal tile extents and orders of the shared dimensions at levels 1..f."""
     first = fe.stages[0]
-    shared = fe.graph.shared_dims
+    shared = outer_dims(fe.graph)
     for enc in fe.stages[1:]:
         for d in shared:
             for j in range(1, fe.fusion_level + 1):
@@ -177,7 +186,7 @@ def _add_time(fe: FusedEncoding) -> None:
 def decode_fused(fe: FusedEncoding, solver: cp_model.CpSolver) -> FusedSchedule:
     arch, f = fe.architecture, fe.fusion_level
     first = fe.stages[0]
-    shared = fe.graph.shared_dims
+    shared = outer_dims(fe.graph)
     values0 = _before_values(first, solver)
     stages = []
     for enc in fe.stages:

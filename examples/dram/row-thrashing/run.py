@@ -23,3 +23,21 @@ if __name__ == "__main__":
         stats = activations(name)
         print(f"== {name}: {stats.activations} activations ({stats.tensor('I').activations} for the input)")
         print(stats.text())
+
+
+def solver_choice():
+    """The solver's own schedule for the layer, its tile transfers in address order."""
+    from mapsearch.model.problem import Problem
+    from mapsearch.solve.run import solve
+    from mapsearch.spec.load import load_problem
+
+    w, arch, homes = load_problem(HERE / "workload.yaml", HERE / "arch.yaml")
+    schedule = solve(Problem(w, arch, tuple(homes.items()))).schedule
+    opts = load_trace_options(schedule, HERE / "fix.yaml")
+    return row_activations(schedule, opts.dram, opts.layouts, "layout")
+
+
+if __name__ == "__main__":
+    stats = solver_choice()
+    print(f"== the solver's schedule, transfers in address order: {stats.activations} activations "
+          f"({stats.tensor('I').activations} for the input)")

@@ -1,0 +1,114 @@
+"""Architecture profiles: CPU, GPU, TPU and KPU, each an architecture plus clock, word size and energies.
+
+A profile file (``profiles/<name>.yaml``, or any YAML file of this shape)::
+
+    name: GPU
+    clock_hz: 1.41e9            # to turn clocks into seconds
+    word_bytes: 2
+    preset: gpu-sm              # the preset it is built on (documentation)
+    architecture: {...}         # a flat architecture, as in an architecture file, or a preset name
+    energy_pj:
+      links: {HBM->L2: 62, L2->SMEM: 25}   # per word crossing the link, either direction
+      mac: 6.5                  # per MAC the op executes (block MACs x op calls)
+    citations: [...]
+
+Energy of a solved layer: ``sum(words on a link x links[link]) + MACs
+executed x mac``, computed from the solved figures (the solve itself
+minimises time, then words). A bandwidth-only step pays the top link's
+energy per word. Every file's header cites its numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from mapsearch.errors import MapsearchError, SpecError
+
+__all__ = ["Profile", "PROFILE_DIR", "profile_names", "load_profile"]
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+@dataclass
+class Profile:
+    name: str
+    architecture: dict[str, Any]  # the architecture file's dict (architecture_to_dict form)
+    clock_hz: float
+    word_bytes: int
+    link_energy_pj: dict[str, float]
+    mac_energy_pj: float
+    preset: str | None = None
+    citations: list[str] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def links(self) -> list[str]:
+        levels = self.architecture["levels"]
+        return [f"{a['name']}->{b['name']}" for a, b in zip(levels, levels[1:])]
+
+    @property
+    def top_link(self) -> str:
+        return self.links[0]
+
+    def top_link_clocks(self, read_words: int, write_words: int) -> Fraction:
+        """Clocks to read and write these words over the top link (shared line: the sum; separate: the max)."""
+        link = self.architecture["levels"][1].get("link") or {}
+        cin = Fraction(str(link.get("input_clocks_per_word", 1)))
+        cout = Fraction(str(link.get("output_clocks_per_word", link.get("input_clocks_per_word", 1))))
+        down, up = read_words * cin, write_words * cout
+        return down + up if link.get("lines", "shared") == "shared" else max(down, up)
+
+    @property
+    def block_macs(self) -> int:
+        block = (self.architecture.get("compute") or {}).get("block") or {}
+        out = 1
+        for v in block.values():
+            out *= int(v)
+        return out
+
+    @property
+    def peak_macs_per_clock(self) -> float:
+        compute = self.architecture.get("compute") or {}
+        return self.block_macs / float(Fraction(str(compute.get("clocks_per_call", 1))))
+
+
+def profile_names() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in PROFILE_DIR.glob("*.yaml")))
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (``cpu``, ``gpu``, ``tpu``, ``kpu``; case-insensitive) or file."""
+    from mapsearch.spec.load import architecture_from_dict, architecture_to_dict, read_yaml
+
+    path = Path(name_or_path)
+    if not path.exists():
+        path = PROFILE_DIR / f"{name_or_path.lower()}.yaml"
+        if not path.exists():
+            raise MapsearchError(f"{name_or_path}: no such profile file or profile; profiles: {', '.join(profile_names())}")
+    source = str(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise SpecError(source, "", "a profile {name, clock_hz, word_bytes, architecture, energy_pj}", data)
+    for key in ("name", "clock_hz", "architecture", "energy_pj"):
+        if key not in data:
+            raise SpecError(source, key, "", detail="missing")
+    arch = data["architecture"]
+    if isinstance(arch, str):
+        from mapsearch.presets import resolve_architecture
+
+        arch_obj, _ = resolve_architecture(arch)
+    else:
+        arch_obj = architecture_from_dict(arch, f"{source}: architecture")
+    arch_dict = architecture_to_dict(arch_obj)
+    energy = data["energy_pj"] or {}
+    links = {str(k): float(v) for k, v in (energy.get("links") or {}).items()}
+    profile = Profile(str(data["name"]), arch_dict, float(data["clock_hz"]), int(data.get("word_bytes", 2)), links,
+                      float(energy.get("mac", 0.0)), data.get("preset"), list(data.get("citations") or []), source)
+    missing = [l for l in profile.links if l not in links]
+    if missing:
+        raise SpecError(source, "energy_pj.links", f"an energy for every link ({', '.join(profile.links)})",
+                        sorted(links), detail=f"no energy for {', '.join(missing)}")
+    return profile

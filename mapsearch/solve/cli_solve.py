@@ -1,5 +1,8 @@
 """``mapsearch solve``: load, solve, replay, compare, report, and write the schedule.
 
+A chain or TeAAL workload file goes to :mod:`mapsearch.solve.cli_chain`
+(every fusion level and the unfused baseline).
+
 Every solved schedule is replayed in the simulator (``--replay-mode``, default
 ``count``) before anything is reported as a result. If the replay disagrees
 with the solver's prediction in any field, each differing field goes to
@@ -184,6 +187,12 @@ def _plain(value: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch solve``; returns the exit code (errors of bad input raise :class:`MapsearchError`)."""
+    from mapsearch.solve.cli_chain import is_chain_file
+
+    if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
+        from mapsearch.solve import cli_chain
+
+        return cli_chain.run(args)
     _objective(args)  # a bad objective fails before any file is read
     mode = _replay_mode(args)
     paths_note = ""

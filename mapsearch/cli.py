@@ -158,33 +158,9 @@ EXPORT_FORMATS = ("loopnest", "timeloop", "json")
 
 
 def _write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
-    import os
-    import tempfile
-    from pathlib import Path
+    from mapsearch.atomic import write_text_atomic
 
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
-    except OSError as e:
-        raise MapsearchError(f"{path}: cannot write: {e.strerror or e}") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise MapsearchError(f"{path}: cannot write: {e.strerror or e}") from None
-        raise
+    write_text_atomic(path, text)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -19,8 +19,6 @@ to one aligned request (e.g. 64-byte lines) before writing.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -76,25 +74,13 @@ def write_trace(chunks: Iterable, path: str | Path, fmt: str, *, cycles_per_requ
     """Stream ``(addresses, is_write)`` chunks to ``path`` in ``fmt``; returns the number of requests written."""
     if fmt not in FORMATS:
         raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    from mapsearch.atomic import atomic_open
+
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
-            for a, w in _pairs(chunks):
-                f.write(_lines(fmt, a, w, n, cycles_per_request, start_cycle))
-                n += len(a)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_open(path, encoding="ascii", newline="\n") as f:
+        for a, w in _pairs(chunks):
+            f.write(_lines(fmt, a, w, n, cycles_per_request, start_cycle))
+            n += len(a)
     return n
 
 

@@ -190,32 +190,10 @@ def dumps_fused(fs: FusedSchedule) -> str:
 
 
 def save_fused(fs: FusedSchedule, path: str | Path) -> None:
-    """Write atomically (a temporary file beside ``path``, then a rename)."""
-    import os
-    import tempfile
+    """Write atomically (:mod:`mapsearch.atomic`): no partial file on error."""
+    from mapsearch.atomic import write_text_atomic
 
-    text = dumps_fused(fs)
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
-    except OSError as e:
-        raise _note(str(path), "", f"cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-# --------------------------------------------------------------------------
-# Reading.
-# --------------------------------------------------------------------------
+    write_text_atomic(path, dumps_fused(fs))
 
 
 def _prefixed(err: SpecError, source: str, prefix: str) -> SpecError:

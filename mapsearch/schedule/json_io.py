@@ -31,8 +31,6 @@ e.g. ``s.json: levels[1].tile.m: expected 1 <= tile <= 4 (the parent tile), got 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -151,40 +149,10 @@ def dumps_schedule(schedule: Schedule) -> str:
 
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
-    """Write the schedule to ``path`` atomically.
+    """Write the schedule to ``path`` atomically (:mod:`mapsearch.atomic`): no partial file on error."""
+    from mapsearch.atomic import write_text_atomic
 
-    The text is made first, then written to a temporary file beside ``path``
-    and renamed over it, so an error never leaves a partial schedule file.
-    """
-    text = dumps_schedule(schedule)
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise _note(str(path), "", f"cannot write: {e.strerror or e}") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise _note(str(path), "", f"cannot write: {e.strerror or e}") from None
-        raise
-
-
-# --------------------------------------------------------------------------
-# Reading.
-# --------------------------------------------------------------------------
+    write_text_atomic(path, dumps_schedule(schedule))
 
 
 def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predicted") -> Figures:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -60,9 +59,9 @@ def result_rows(cases: Sequence[Case], store: ResultStore) -> list[dict[str, Any
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    from mapsearch.atomic import write_text_atomic
+
+    write_text_atomic(path, text)
 
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:

@@ -171,7 +171,9 @@ def test_save_leaves_no_partial_file_on_error(tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(json_io.os, "fsync", broken_fsync)
+    import mapsearch.atomic
+
+    monkeypatch.setattr(mapsearch.atomic.os, "fsync", broken_fsync)
     with pytest.raises(SpecError, match=r"s\.json: cannot write: No space left on device$"):
         save_schedule(s, target)
     assert target.read_text() == "old content"

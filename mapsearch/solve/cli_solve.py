@@ -84,6 +84,10 @@ def options_from_args(args: argparse.Namespace, arch: Architecture) -> SolveOpti
         if not args.time_limit > 0:
             raise UsageError("--time-limit", "seconds > 0", args.time_limit)
         kwargs["time_limit"] = float(args.time_limit)
+    if getattr(args, "work_limit", None) is not None:
+        if not args.work_limit > 0:
+            raise UsageError("--work-limit", "deterministic seconds > 0", args.work_limit)
+        kwargs["work_limit"] = float(args.work_limit)
     if getattr(args, "min_utilization", None) is not None:
         u = _fraction("--min-utilization", args.min_utilization, "a number in (0, 1]")
         if not 0 < u <= 1:

@@ -19,7 +19,10 @@ class SolveOptions:
         with ``utilization >= min_utilization`` if given.
     ``workers`` and ``seed`` make a run deterministic: the same input, workers
     and seed give the same schedule (CP-SAT with one worker, or with several
-    and ``interleave_search``, is deterministic).
+    and ``interleave_search``, is deterministic) — as long as the wall-clock
+    ``time_limit`` does not cut a phase short. ``work_limit`` bounds each
+    phase by CP-SAT's deterministic time instead, so a run that stops early
+    stops at the same point on a busy machine or a cluster.
     """
 
     objective: str = "time"
@@ -29,3 +32,4 @@ class SolveOptions:
     time_limit: float = 60.0
     workers: int = 1
     seed: int = 0
+    work_limit: float | None = None  # CP-SAT deterministic time per phase: same result under any load

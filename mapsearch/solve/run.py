@@ -86,6 +86,8 @@ class SolveResult:
 def _solver(options: SolveOptions, time_left: float) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
     s.parameters.max_time_in_seconds = max(0.01, time_left)
+    if options.work_limit is not None:
+        s.parameters.max_deterministic_time = options.work_limit
     s.parameters.num_workers = options.workers
     s.parameters.random_seed = options.seed
     # Probing and LP relaxations cost more than they prune on these small,

@@ -80,7 +80,8 @@ def run_case(case: Case) -> dict[str, Any]:
         raw = content.get("constraints")
         constraints = Constraints() if raw is None else constraints_from_dict(raw, case.constraints)
         options = SolveOptions(objective=case.objective, time_limit=case.time_limit,
-                               workers=content["solver"]["workers"], seed=content["solver"]["seed"])
+                               workers=content["solver"]["workers"], seed=content["solver"]["seed"],
+                               work_limit=content["solver"].get("work_limit"))
         result = solve(Problem(workload, arch, homes), constraints, options)
         out["solve_seconds"] = float(result.solve_seconds)
         mode = content.get("replay_mode", "count")

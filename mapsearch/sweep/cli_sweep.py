@@ -63,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
-    sweep = load_sweep(args.sweep, time_limit=args.time_limit)
+    work = getattr(args, "work_limit", None)
+    if work is not None and not work > 0:
+        raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
+    sweep = load_sweep(args.sweep, time_limit=args.time_limit, work_limit=work)
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
     with ResultStore(out / DB_NAME) as store:
         if not args.export_only:
@@ -107,6 +110,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--retry-failed", action="store_true", help="rerun cases stored as failed")
     p.add_argument("--time-limit", metavar="S", type=float, help="solver time limit per case (default: the file's, else 60)")
+    p.add_argument("--work-limit", metavar="D", type=float,
+                   help="limit each solve phase by CP-SAT's deterministic time: the same results locally and on Dask")
     p.add_argument("--export-only", action="store_true", help="run nothing; write the exports from the stored results")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p

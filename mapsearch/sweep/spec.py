@@ -250,14 +250,15 @@ def _params(raw: Mapping[str, Any], source: str) -> list[_Param]:
 # --------------------------------------------------------------------------
 
 
-def load_sweep(path: str | Path, *, time_limit: float | None = None) -> Sweep:
-    """Read and expand the sweep file at ``path``; ``time_limit`` overrides the file's."""
+def load_sweep(path: str | Path, *, time_limit: float | None = None, work_limit: float | None = None) -> Sweep:
+    """Read and expand the sweep file at ``path``; ``time_limit`` and ``work_limit`` override the file's."""
     data = read_yaml(path)
-    return sweep_from_dict(data, str(path), base=Path(path).resolve().parent, time_limit=time_limit)
+    return sweep_from_dict(data, str(path), base=Path(path).resolve().parent, time_limit=time_limit,
+                           work_limit=work_limit)
 
 
 def sweep_from_dict(data: object, source: str = "<sweep>", *, base: Path | None = None,
-                    time_limit: float | None = None) -> Sweep:
+                    time_limit: float | None = None, work_limit: float | None = None) -> Sweep:
     """Validate the raw sweep and expand it (file paths relative to ``base``, default the cwd)."""
     validate_against(data, SCHEMA, source)
     assert isinstance(data, dict)
@@ -277,7 +278,8 @@ def sweep_from_dict(data: object, source: str = "<sweep>", *, base: Path | None 
         if not any(_locate(doc, list(p.parts)) for _, doc in specs):
             raise SpecError(source, f"params.{p.path}", "", detail=f"no {p.kind[:-1]} of this sweep has "
                             f"{'.'.join(p.parts)}; names: {', '.join(label for label, _ in specs)}")
-    cases = list(expand(workloads, architectures, objectives, constraints, params, mode, limit, source))
+    work = work_limit if work_limit is not None else data.get("work_limit")
+    cases = list(expand(workloads, architectures, objectives, constraints, params, mode, limit, source, work))
     unique = list({c.case_id: c for c in reversed(cases)}.values())[::-1]  # first of each id, in order
     return Sweep(str(data.get("name") or Path(source).stem), source, tuple(unique), limit)
 
@@ -291,7 +293,7 @@ def _points(params: list[_Param], mode: str) -> Iterable[tuple[tuple[_Param, obj
 
 
 def expand(workloads, architectures, objectives, constraints, params: list[_Param], mode: str,
-           time_limit: float, source: str) -> Iterable[Case]:
+           time_limit: float, source: str, work_limit: float | None = None) -> Iterable[Case]:
     """Every case in a stable order: workload, architecture, objective, constraints, parameter point."""
     for (wname, wdoc), (aname, adoc), objective, (cname, craw) in itertools.product(
             workloads, architectures, objectives, constraints):
@@ -304,8 +306,11 @@ def expand(workloads, architectures, objectives, constraints, params: list[_Para
                 else:
                     a = _apply(a, list(p.parts), value)
             w, a = _check(w, a, craw, cname, point, source)
+            solver = {"workers": 1, "seed": 0}
+            if work_limit is not None:  # a deterministic limit decides the result: part of the case
+                solver["work_limit"] = float(work_limit)
             content = {"workload": w, "architecture": a, "objective": objective, "constraints": craw,
-                       "solver": {"workers": 1, "seed": 0}, "replay_mode": "count"}
+                       "solver": solver, "replay_mode": "count"}
             yield Case(
                 case_id=case_content_id(content),
                 workload=wname,

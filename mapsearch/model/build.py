@@ -76,11 +76,13 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     cap = arch.levels[J].capacity
     if cap is None:
         return w.extent[d]
-    room = cap - sum(w.tensor_words(t) for t in w.tensor_names if p.home(t) == J)
+    # Tensors homed whole at L0 take their words; a fused intermediate homed there holds only its tile.
+    whole_at_l0 = [t for t in w.tensor_names if p.home(t) == J and t not in p.fused]
+    room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
     best = w.extent[d]
     pinned = pinned_dims(w)
     for t in w.tensors:
-        if d not in t.dims or p.home(t.name) == J:
+        if d not in t.dims or t.name in whole_at_l0:
             continue
         others = 1
         for e in t.dims:

@@ -47,7 +47,7 @@ def _table(header: list[str], body: list[list[str]]) -> str:
 
 def totals_table(totals: list[dict[str, Any]]) -> str:
     header = ["profile", "time (clocks)", "time (ms)", "words", "top-link words", "util", "of peak", "energy (mJ)",
-              "solved", "gap"]
+              "solved", "time gap", "gap"]
     body = []
     for t in totals:
         solved = f"{t['optimal']} opt + {t['feasible']} feas" + (f", {t['failed']} FAILED" if t["failed"] else "")

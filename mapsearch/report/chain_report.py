@@ -85,14 +85,21 @@ def option_rows(result: Any) -> list[dict[str, Any]]:
                        utilization=p.utilization)
         rows.append(row)
     if result.unfused is not None:
-        u = result.unfused
-        compute = sum((Fraction(r.schedule.predicted.compute_time) for r in u.stages), Fraction(0))
-        rows.append({"option": "unfused", "status": u.status, "time": Fraction(u.time), "words": u.words,
-                     "compute_time": compute, "utilization": _util(compute, u.time),
-                     "seconds": sum(r.solve_seconds for r in u.stages), "reason": ""})
+        rows.append(_unfused_row("unfused", result.unfused))
     elif getattr(result, "unfused_reason", ""):
         rows.append({"option": "unfused", "status": "NONE", "seconds": 0.0, "reason": result.unfused_reason})
+    for level, outcome, why in getattr(result, "materialized", ()):
+        name = f"materialized at {level}"
+        rows.append(_unfused_row(name, outcome) if outcome is not None
+                    else {"option": name, "status": "NONE", "seconds": 0.0, "reason": why})
     return rows
+
+
+def _unfused_row(name: str, u: Any) -> dict[str, Any]:
+    compute = sum((Fraction(r.schedule.predicted.compute_time) for r in u.stages), Fraction(0))
+    return {"option": name, "status": u.status, "time": Fraction(u.time), "words": u.words,
+            "compute_time": compute, "utilization": _util(compute, u.time),
+            "seconds": sum(r.solve_seconds for r in u.stages), "reason": ""}
 
 
 def savings(result: Any) -> dict[str, Any] | None:
@@ -131,6 +138,9 @@ def _best_stages(result: Any) -> tuple[str, list[Any]]:
         return "", []
     if best == "unfused":
         return best, [r.schedule for r in result.unfused.stages]
+    for level, outcome, _ in getattr(result, "materialized", ()):
+        if best == f"materialized at {level}":
+            return best, [r.schedule for r in outcome.stages]
     o = next(o for o in result.fused if f"fused at {o.level}" == best)
     return best, list(o.schedule.stages)
 

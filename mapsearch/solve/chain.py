@@ -1,6 +1,7 @@
 """Solve a chain of einsums: fused at each level below the top, and unfused, side by side.
 
-Unfused: each einsum alone, intermediates materialized at the top, the runs
+Unfused: each einsum alone, intermediates materialized at the top (or, as
+other candidates, homed whole at a level below it when they fit), the runs
 one after the other (figures add up, times too). Fused at level ``f``: one
 CP-SAT model of the whole group (model/fusion.py). The best is the shortest
 time, then the fewest words (docs/fusion.md).
@@ -56,15 +57,19 @@ class ChainResult:
     graph: WorkloadGraph
     architecture: Architecture
     fused: tuple[FusedOutcome, ...]
-    unfused: UnfusedOutcome | None
+    unfused: UnfusedOutcome | None  # intermediates materialized at the top
     unfused_reason: str
     solve_seconds: float
+    # Unfused with the intermediates materialized (homed whole) at a level below the top:
+    # (level name, outcome or None, why not)
+    materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
 
     def candidates(self) -> list[tuple[str, Fraction, int]]:
         out = [(f"fused at {o.level}", o.schedule.predicted.time, o.schedule.predicted.words_total)
                for o in self.fused if o.schedule is not None]
         if self.unfused is not None:
             out.append(("unfused", self.unfused.time, self.unfused.words))
+        out += [(f"materialized at {level}", o.time, o.words) for level, o, _ in self.materialized if o is not None]
         return out
 
     @property
@@ -80,13 +85,17 @@ class ChainResult:
         return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None
 
 
-def solve_unfused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], options: SolveOptions) -> UnfusedOutcome:
+def solve_unfused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], options: SolveOptions,
+                  level: int = 0) -> UnfusedOutcome:
+    """Each einsum alone, one after the other; the intermediates homed whole at ``level`` (default the top)."""
     inter = set(graph.intermediates)
     out = []
     for i in range(len(graph.einsums)):
         w = graph.stage(i)
-        stage_homes = tuple((t, h) for t, h in homes.items() if t in w.tensor_names and t not in inter)
-        out.append(solve(Problem(w, arch, stage_homes), options=options))
+        stage_homes = [(t, h) for t, h in homes.items() if t in w.tensor_names and t not in inter]
+        if level > 0:
+            stage_homes += [(t, arch.levels[level].name) for t in w.tensor_names if t in inter]
+        out.append(solve(Problem(w, arch, tuple(stage_homes)), options=options))
     return UnfusedOutcome(tuple(out))
 
 
@@ -138,4 +147,10 @@ def solve_chain(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str] 
         unfused, reason = solve_unfused(graph, arch, homes, options), ""
     except MapsearchError as e:
         unfused, reason = None, str(e)
-    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start)
+    materialized = []
+    for h in range(1, arch.depth):
+        try:
+            materialized.append((arch.levels[h].name, solve_unfused(graph, arch, homes, options, h), ""))
+        except MapsearchError as e:
+            materialized.append((arch.levels[h].name, None, " ".join(str(e).split())))
+    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized))

@@ -27,6 +27,8 @@ failed; 2 bad input or nothing feasible; 3 no schedule within the time limit.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import argparse
 import json
 import logging
@@ -132,32 +134,49 @@ def replay_checks(result: ChainResult, mode: str) -> ChainReplay:
         else:
             checks.append(StageCheck(name, fs.predicted, r.figures, tuple(differences(fs.predicted, r.figures)),
                                      data_ok=r.data_ok, max_abs_error=r.max_abs_error))
-    if result.unfused is not None:
-        from mapsearch.sim.fused import replay_unfused
-
-        stages = [s.schedule for s in result.unfused.stages]
-        try:
-            run = replay_unfused(result.graph, stages, mode)
-        except SimulatorError as e:
-            checks.append(StageCheck("unfused", stages[0].predicted, None, error=" ".join(str(e).split())))
-        else:
-            for i, (st, r) in enumerate(zip(stages, run.stages)):
-                checks.append(StageCheck(f"unfused [{i}] {st.workload.einsum.text()}", st.predicted, r.figures,
-                                         tuple(differences(st.predicted, r.figures)),
-                                         data_ok=r.data_ok, max_abs_error=r.max_abs_error))
-            if run.time != result.unfused.time:
-                checks.append(StageCheck("unfused (total time)", stages[0].predicted, run.figures,
-                                         (("time", result.unfused.time, run.time),)))
-            else:
-                notes.append(f"unfused total: time {_plain(run.time)} (sum of the stages), words {run.figures.words_total:,}")
+    options = [("unfused", result.unfused)] + [(f"materialized at {level}", o)
+                                                for level, o, _ in result.materialized if o is not None]
+    for label, outcome in options:
+        if outcome is not None:
+            _check_unfused(result, label, outcome, mode, checks, notes)
     return ChainReplay(mode, tuple(checks), tuple(notes))
 
 
-def unfused_to_dict(result: ChainResult) -> dict[str, Any]:
+def _check_unfused(result: ChainResult, label: str, outcome, mode: str, checks: list, notes: list) -> None:
+    """Replay each einsum of an unfused option; compare stage by stage and the total time."""
+    from mapsearch.sim.fused import replay_unfused
+
+    from mapsearch.sim.replay import replay
+
+    stages = [s.schedule for s in outcome.stages]
+    try:
+        if label == "unfused":
+            run = replay_unfused(result.graph, stages, mode)
+            results, total_time, words = run.stages, run.time, run.figures.words_total
+        else:  # materialized below the top: each stage's schedule replays on its own
+            results = [replay(st, mode=mode) for st in stages]
+            total_time = sum((r.figures.time for r in results), Fraction(0))
+            words = sum(r.figures.words_total for r in results)
+    except SimulatorError as e:
+        checks.append(StageCheck(label, stages[0].predicted, None, error=" ".join(str(e).split())))
+        return
+    for i, (st, r) in enumerate(zip(stages, results)):
+        checks.append(StageCheck(f"{label} [{i}] {st.workload.einsum.text()}", st.predicted, r.figures,
+                                 tuple(differences(st.predicted, r.figures)), data_ok=r.data_ok,
+                                 max_abs_error=r.max_abs_error))
+    if total_time != outcome.time:
+        checks.append(StageCheck(f"{label} (total time)", stages[0].predicted, results[0].figures,
+                                 (("time", outcome.time, total_time),)))
+    else:
+        notes.append(f"{label} total: time {_plain(total_time)} (sum of the stages), words {words:,}")
+
+
+def unfused_to_dict(result: ChainResult, outcome=None) -> dict[str, Any]:
+    """An unfused option (default: the baseline) as a ``mapsearch-unfused-chain`` document."""
     from mapsearch.schedule.json_io import schedule_to_dict
     from mapsearch.spec.graph_load import graph_to_dict
 
-    u = result.unfused
+    u = outcome if outcome is not None else result.unfused
     return {
         "format": UNFUSED_FORMAT,
         "version": 1,
@@ -231,10 +250,13 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(loose)}", file=sys.stderr)
     if args.output:
         best = result.best
-        if best == "unfused":
+        unfused = {"unfused": result.unfused}
+        unfused.update({f"materialized at {level}": o for level, o, _ in result.materialized if o is not None})
+        if best in unfused:
+            from mapsearch.atomic import write_text_atomic
             from mapsearch.schedule.json_io import _pretty
 
-            Path(args.output).write_text(_pretty(unfused_to_dict(result)) + "\n")
+            write_text_atomic(args.output, _pretty(unfused_to_dict(result, unfused[best])) + "\n")
         else:
             from mapsearch.schedule.fused_json import save_fused
 

@@ -34,6 +34,20 @@ The architectures (why these numbers):
 
 ``--replay`` also replays the small cases' schedules and checks
 predicted == replayed (large ones would take the replay minutes).
+
+Array cases (spatial fanouts, docs/arrays.md; ``--skip-arrays`` leaves them
+out), one run each, with utilization and array utilization
+(``op_calls / (instances x busiest calls)``):
+
+- the 16x16 array of ``examples/array/arch-16x16.yaml``: matmul 128x96x64
+  (fills it) and 100x37x61 (cannot): <= 30 s, proven optimal;
+- the ResNet-50 3x3 layer on the ``tpu-v4i-like`` (128x128 PEs) and
+  ``eyeriss-like`` (14x12 PEs) presets, ``--time-limit 60``: <= 60 s,
+  proven optimal or a reported gap. A schedule whose predicted occupancy
+  exceeds a level's capacity is flagged ILLEGAL (it is not replayed here:
+  16,384 instances take the count replay minutes);
+- small array cases against the spatial brute force
+  (``tests/brute_force_spatial.py``), speedup printed.
 """
 
 from __future__ import annotations
@@ -129,6 +143,87 @@ def brute_cases():
     ]
 
 
+ARRAY_DIR = ROOT / "examples" / "array"
+
+
+def array_cases() -> list[Case]:
+    from mapsearch.presets import load_preset
+    from mapsearch.spec.load import load_architecture, load_workload
+
+    arr = load_architecture(ARRAY_DIR / "arch-16x16.yaml")
+    conv = Workload.from_text("resnet3x3", CONV, {"n": 1, "k": 64, "c": 64, "p": 56, "q": 56, "r": 3, "s": 3})
+    return [
+        Case("mm 128x96x64, 16x16 array", load_workload(ARRAY_DIR / "matmul-128x96x64.yaml"), arr, 30.0, time_limit=120.0),
+        Case("mm 100x37x61, 16x16 array", load_workload(ARRAY_DIR / "matmul-100x37x61.yaml"), arr, 30.0, time_limit=120.0),
+        Case("resnet50 3x3, tpu-v4i-like", conv, load_preset("tpu-v4i-like"), 60.0, gap_ok=1.0, time_limit=60.0),
+        Case("resnet50 3x3, eyeriss-like", conv, load_preset("eyeriss-like"), 60.0, gap_ok=1.0, time_limit=60.0),
+    ]
+
+
+def small_array_cases():
+    import brute_force_spatial as bfs
+    from mapsearch.spec.architecture import MeshAxis
+
+    def mesh_arch(caps, mesh):
+        names = ("L2", "L1", "L0")[-len(caps):]
+        return Architecture("mesh", tuple(Level(names[i], c, None if i == 0 else Link(), mesh=mesh if i == len(caps) - 1 else ())
+                                          for i, c in enumerate(caps)))
+
+    two_by_two = (MeshAxis("x", 2, ("input",)), MeshAxis("y", 2, ("output",)))
+    return bfs, [
+        ("mm 4x3x4, 2L, 2x2 PEs", matmul(4, 3, 4), mesh_arch([None, 6], two_by_two)),
+        ("mm 3x2x3, 3L, 2 PEs", matmul(3, 2, 3), mesh_arch([None, 20, 4], (MeshAxis("x", 2, ("all",)),))),
+    ]
+
+
+def over_capacity(result) -> list[str]:
+    caps = {lv.name: lv.capacity for lv in result.schedule.architecture.levels}
+    return [f"{lv} {w} > {caps[lv]}" for lv, w in result.schedule.predicted.occupancy if caps[lv] is not None and w > caps[lv]]
+
+
+def run_arrays(args) -> list[bool]:
+    rows = []
+    print()
+    header = (f"{'array case':28} {'status':9} {'solve s':>8} {'target':>7} {'gap':>7} {'util':>7} {'array':>7}  "
+              f"{'verdict':7} objective")
+    print(header)
+    print("-" * len(header))
+    for case in array_cases():
+        seconds, result, error, _ = run_case(case, 1)
+        if error:
+            print(f"{case.name:28} {'ERROR':9} {'':>8} {case.target_s:7.2f} {'':>7} {'':>7} {'':>7}  {'MISS':7} {error}")
+            rows.append(False)
+            continue
+        f = result.schedule.predicted
+        illegal = over_capacity(result)
+        ok_status = result.status == "OPTIMAL" or result.gap <= case.gap_ok
+        verdict = "ILLEGAL" if illegal else "PASS" if seconds <= case.target_s and ok_status else "MISS"
+        rows.append(verdict == "PASS")
+        print(f"{case.name:28} {result.status:9} {seconds:8.3f} {case.target_s:7.2f} {result.gap:7.2%} "
+              f"{float(f.utilization):7.2%} {float(f.array_utilization):7.2%}  {verdict:7} {fmt_objective(result)}  "
+              f"[time {f.time}, array utilization {f.array_utilization}, words {f.words_total}; "
+              f"phases {', '.join(f'{p.name} {p.status} {p.seconds:.2f}s' for p in result.phases)}"
+              f"{'; over capacity: ' + ', '.join(illegal) if illegal else ''}]", flush=True)
+    if not args.quick:
+        bfs, small = small_array_cases()
+        print()
+        h2 = f"{'small array case (vs brute)':28} {'solve s':>8} {'brute s':>8} {'speedup':>8} {'schedules':>10}  same optimum  replay"
+        print(h2)
+        print("-" * len(h2))
+        for name, w, a in small:
+            seconds, result, error, _ = run_case(Case(name, w, a, 1.0), args.repeat)
+            t0 = time.perf_counter()
+            brute = bfs.brute_force_spatial(w, a)
+            brute_s = time.perf_counter() - t0
+            same = tuple(p.value for p in result.phases) == brute.value
+            replay = "-"
+            if args.replay:
+                replay = "ok" if differences(result.schedule.predicted, bfs.replay_figures(result.schedule)) == [] else "MISMATCH"
+            print(f"{name:28} {seconds:8.3f} {brute_s:8.2f} {brute_s / seconds:7.0f}x {brute.schedules:10d}  "
+                  f"{'yes' if same else 'NO':12}  {replay}", flush=True)
+    return rows
+
+
 def fmt_objective(result) -> str:
     return ", ".join(f"{p.name} {p.value}" for p in result.phases)
 
@@ -138,6 +233,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="skip the brute-force comparison")
     ap.add_argument("--replay", action="store_true", help="replay the small cases' schedules")
+    ap.add_argument("--skip-arrays", action="store_true", help="leave out the array cases (spatial fanouts)")
     args = ap.parse_args()
 
     rows = []
@@ -176,6 +272,8 @@ def main() -> None:
                 replay = "ok" if differences(result.schedule.predicted, bf.replay_figures(result.schedule)) == [] else "MISMATCH"
             print(f"{name:28} {seconds:8.3f} {brute_s:8.2f} {brute_s / seconds:7.0f}x {brute.schedules:10d}  "
                   f"{'yes' if same else 'NO':12}  {replay}", flush=True)
+    if not args.skip_arrays:
+        rows += run_arrays(args)
     print()
     print(f"{sum(rows)}/{len(rows)} targets met")
 

@@ -92,6 +92,12 @@ def option_rows(result: Any) -> list[dict[str, Any]]:
         name = f"materialized at {level}"
         rows.append(_unfused_row(name, outcome) if outcome is not None
                     else {"option": name, "status": "NONE", "seconds": 0.0, "reason": why})
+    for plan in getattr(result, "plans", ()):
+        compute = sum((Fraction(p.schedule.predicted.compute_time) for p in plan.parts), Fraction(0))
+        rows.append({"option": plan.name, "status": plan.status, "time": Fraction(plan.time), "words": plan.words,
+                     "compute_time": compute, "utilization": _util(compute, plan.time),
+                     "seconds": sum(getattr(p, "seconds", getattr(p, "solve_seconds", 0.0)) for p in plan.parts),
+                     "reason": ""})
     return rows
 
 
@@ -141,6 +147,13 @@ def _best_stages(result: Any) -> tuple[str, list[Any]]:
     for level, outcome, _ in getattr(result, "materialized", ()):
         if best == f"materialized at {level}":
             return best, [r.schedule for r in outcome.stages]
+    for plan in getattr(result, "plans", ()):
+        if best == plan.name:
+            stages = []
+            for part in plan.parts:
+                sched = part.schedule
+                stages += list(sched.stages) if hasattr(sched, "stages") else [sched]
+            return best, stages
     o = next(o for o in result.fused if f"fused at {o.level}" == best)
     return best, list(o.schedule.stages)
 

@@ -53,6 +53,37 @@ class UnfusedOutcome:
 
 
 @dataclass(frozen=True)
+class GroupPlan:
+    """A chain cut into contiguous groups run one after another: each group fused at its best level
+    (or a single einsum solved alone); the intermediates between groups materialized at ``level``."""
+
+    groups: tuple[tuple[int, ...], ...]  # einsum indices per group, in order
+    level: str  # where the intermediates between groups live
+    parts: tuple[object, ...]  # per group: FusedOutcome (several einsums) or SolveResult (one)
+
+    @property
+    def name(self) -> str:
+        cut = " | ".join("+".join(str(i) for i in g) for g in self.groups)
+        return f"groups {cut}, between at {self.level}"
+
+    @property
+    def time(self) -> Fraction:
+        return sum((_schedule(p).predicted.time for p in self.parts), Fraction(0))
+
+    @property
+    def words(self) -> int:
+        return sum(_schedule(p).predicted.words_total for p in self.parts)
+
+    @property
+    def status(self) -> str:
+        return "OPTIMAL" if all(p.status == "OPTIMAL" for p in self.parts) else "FEASIBLE"
+
+
+def _schedule(part):
+    return part.schedule
+
+
+@dataclass(frozen=True)
 class ChainResult:
     graph: WorkloadGraph
     architecture: Architecture
@@ -63,6 +94,7 @@ class ChainResult:
     # Unfused with the intermediates materialized (homed whole) at a level below the top:
     # (level name, outcome or None, why not)
     materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
+    plans: tuple[GroupPlan, ...] = ()  # chains of 3+ einsums: partly fused
 
     def candidates(self) -> list[tuple[str, Fraction, int]]:
         out = [(f"fused at {o.level}", o.schedule.predicted.time, o.schedule.predicted.words_total)
@@ -70,6 +102,7 @@ class ChainResult:
         if self.unfused is not None:
             out.append(("unfused", self.unfused.time, self.unfused.words))
         out += [(f"materialized at {level}", o.time, o.words) for level, o, _ in self.materialized if o is not None]
+        out += [(plan.name, plan.time, plan.words) for plan in self.plans]
         return out
 
     @property
@@ -153,4 +186,72 @@ def solve_chain(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str] 
             materialized.append((arch.levels[h].name, solve_unfused(graph, arch, homes, options, h), ""))
         except MapsearchError as e:
             materialized.append((arch.levels[h].name, None, " ".join(str(e).split())))
-    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized))
+    plans = tuple(group_plans(graph, arch, homes, options)) if len(graph.einsums) > 2 else ()
+    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized), plans)
+
+
+def subgraph(graph: WorkloadGraph, indices: tuple[int, ...]) -> WorkloadGraph:
+    einsums = tuple(graph.einsums[i] for i in indices)
+    dims = {d for e in einsums for d in e.dims}
+    return WorkloadGraph(f"{graph.name}[{'+'.join(map(str, indices))}]", einsums,
+                         tuple((d, e) for d, e in graph.extents if d in dims))
+
+
+def contiguous_groups(n: int):
+    """Every way to cut ``0..n-1`` into contiguous groups, except the whole chain in one group
+    and every einsum alone (those are the fused and unfused options)."""
+    for mask in range(1, 2 ** (n - 1) - 1):
+        groups, current = [], [0]
+        for i in range(1, n):
+            if mask >> (i - 1) & 1:
+                groups.append(tuple(current))
+                current = [i]
+            else:
+                current.append(i)
+        groups.append(tuple(current))
+        yield tuple(groups)
+
+
+def group_plans(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], options: SolveOptions):
+    """Partly fused chains: each cut into contiguous groups, for each level of the intermediates between them.
+
+    Per intermediate this decides fused (inside a group) or materialized at a
+    level (between groups). Plans that do not fit are left out.
+    """
+    inter = set(graph.intermediates)
+    for groups in contiguous_groups(len(graph.einsums)):
+        for h in range(arch.depth - 1):
+            level = arch.levels[h].name
+            between = {t for t in inter if not any(_inside(graph, g, t) for g in groups)}
+            plan_homes = dict(homes) | {t: level for t in between}
+            parts = []
+            for g in groups:
+                part = _solve_group(graph, g, arch, plan_homes, options)
+                if part is None:
+                    break
+                parts.append(part)
+            else:
+                yield GroupPlan(groups, level, tuple(parts))
+
+
+def _inside(graph: WorkloadGraph, group: tuple[int, ...], tensor: str) -> bool:
+    """``tensor`` is produced and consumed within ``group``."""
+    made = any(graph.einsums[i].output.name == tensor for i in group)
+    used = any(t.name == tensor for i in group for t in graph.einsums[i].inputs)
+    return made and used
+
+
+def _solve_group(graph, group, arch, homes, options):
+    if len(group) == 1:
+        w = graph.stage(group[0])
+        try:
+            return solve(Problem(w, arch, tuple((t, h) for t, h in homes.items() if t in w.tensor_names)),
+                         options=options)
+        except MapsearchError:
+            return None
+    sub = subgraph(graph, group)
+    names = {t.name for e in sub.einsums for t in e.tensors}
+    outcomes = [solve_fused(sub, arch, {t: h for t, h in homes.items() if t in names}, f, options)
+                for f in range(1, arch.depth)]
+    done = [o for o in outcomes if o.schedule is not None]
+    return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None

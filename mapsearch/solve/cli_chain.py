@@ -139,6 +139,19 @@ def replay_checks(result: ChainResult, mode: str) -> ChainReplay:
     for label, outcome in options:
         if outcome is not None:
             _check_unfused(result, label, outcome, mode, checks, notes)
+    best_name = result.best if result.candidates() else ""
+    for plan in result.plans:
+        if plan.name == best_name:  # the best plan: replay each of its groups
+            for i, part in enumerate(plan.parts):
+                sched = part.schedule
+                try:
+                    r = replay(sched, mode=mode)
+                except SimulatorError as e:
+                    checks.append(StageCheck(f"{plan.name} [{i}]", sched.predicted, None, error=" ".join(str(e).split())))
+                    continue
+                checks.append(StageCheck(f"{plan.name} [{i}]", sched.predicted, r.figures,
+                                         tuple(differences(sched.predicted, r.figures)), data_ok=r.data_ok,
+                                         max_abs_error=r.max_abs_error))
     return ChainReplay(mode, tuple(checks), tuple(notes))
 
 
@@ -169,6 +182,21 @@ def _check_unfused(result: ChainResult, label: str, outcome, mode: str, checks: 
                                  (("time", outcome.time, total_time),)))
     else:
         notes.append(f"{label} total: time {_plain(total_time)} (sum of the stages), words {words:,}")
+
+
+def plan_to_dict(result: ChainResult, plan) -> dict[str, Any]:
+    """A partly fused chain as a ``mapsearch-chain-plan`` document: one schedule per group."""
+    from mapsearch.schedule.fused_json import fused_to_dict
+    from mapsearch.schedule.json_io import schedule_to_dict
+    from mapsearch.spec.graph_load import graph_to_dict
+
+    groups = []
+    for indices, part in zip(plan.groups, plan.parts):
+        sched = part.schedule
+        doc = fused_to_dict(sched) if hasattr(sched, "stages") else schedule_to_dict(sched)
+        groups.append({"einsums": list(indices), "schedule": doc})
+    return {"format": "mapsearch-chain-plan", "version": 1, "graph": graph_to_dict(result.graph),
+            "between_level": plan.level, "time": _plain(plan.time), "words": plan.words, "groups": groups}
 
 
 def unfused_to_dict(result: ChainResult, outcome=None) -> dict[str, Any]:
@@ -250,6 +278,14 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(loose)}", file=sys.stderr)
     if args.output:
         best = result.best
+        plan = next((p for p in result.plans if p.name == best), None)
+        if plan is not None:
+            from mapsearch.atomic import write_text_atomic
+            from mapsearch.schedule.json_io import _pretty
+
+            write_text_atomic(args.output, _pretty(plan_to_dict(result, plan)) + "\n")
+            log.info("wrote %s", args.output)
+            return EXIT_OK
         unfused = {"unfused": result.unfused}
         unfused.update({f"materialized at {level}": o for level, o, _ in result.materialized if o is not None})
         if best in unfused:

@@ -63,9 +63,13 @@ def add_capacity(enc: Encoding, constrain_up_to: int = -1) -> None:
                 parts.append(enc.select(kept, words, Q.const(0), f"held_{t}_L{i}"))
         occ = enc.total(parts)
         enc.occupancy[i] = occ
-        if level.capacity is not None and not occ.is_const and i > constrain_up_to:
+        if level.capacity is not None and i > constrain_up_to:
             guard = enc.model.new_bool_var(f"capacity_{level.name}")
-            enc.model.add(occ.expr <= level.capacity).only_enforce_if(guard)
+            if occ.is_const:  # every tile is forced: the level fits or it never will
+                if int(occ.expr) > level.capacity:
+                    enc.model.add_bool_or([~guard])
+            else:
+                enc.model.add(occ.expr <= level.capacity).only_enforce_if(guard)
             enc.capacity_guard[i] = guard
             enc.guards[f"capacity of {level.name}"] = guard
 

@@ -131,13 +131,13 @@ def _add_capacity(fe: FusedEncoding) -> None:
         fe.occupancy[i] = occ
         cap = fe.architecture.levels[i].capacity
         if cap is not None:
+            guard = fe.model.new_bool_var(f"capacity_{fe.architecture.levels[i].name}")
             if occ.is_const:
                 if int(occ.expr) > cap:
-                    fe.model.add_bool_or([False])
+                    fe.model.add_bool_or([~guard])
             else:
-                guard = fe.model.new_bool_var(f"capacity_{fe.architecture.levels[i].name}")
                 fe.model.add(occ.expr <= cap).only_enforce_if(guard)
-                fe.guards[f"capacity of {fe.architecture.levels[i].name}"] = guard
+            fe.guards[f"capacity of {fe.architecture.levels[i].name}"] = guard
     for i in range(f + 1, fe.architecture.depth):
         occ = [enc.occupancy[i] for enc in fe.stages]
         hi = max(q.hi for q in occ)

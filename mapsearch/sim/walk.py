@@ -231,6 +231,17 @@ def _check_capacity(level: str, capacity: int | None, allocations: list[tuple[st
     return used
 
 
+def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, int]]:
+    """Level ``i``'s buffers: homes, then each kept tensor's largest tile so far (twice if double-buffered)."""
+    wl, arch = schedule.workload, schedule.architecture
+    out = [(f"{t} (home)", wl.tensor_words(t)) for t in wl.tensor_names if schedule.home(t) == i]
+    for t, c in counters.items():
+        out.append((t, c.largest))
+        if arch.double_buffering and c.entries > 1:
+            out.append((f"{t} (second buffer)", c.largest))
+    return out
+
+
 def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     """Figures of ``schedule`` counted by walking its tile sequence.
 
@@ -260,20 +271,19 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
         if i == inner:
             calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(len(block))]
         if counters or calls_per_piece is not None:
-            for pid in tile_chunks(schedule, tables, i, chunk):
+            for n, pid in enumerate(tile_chunks(schedule, tables, i, chunk)):
                 for c in counters.values():
                     c.feed(pid)
+                if n == 0:  # the first tiles are the largest: an overflow shows now, not after the walk
+                    _check_capacity(arch.levels[i].name, arch.levels[i].capacity, _allocations(schedule, i, counters))
                 if calls_per_piece is not None:
                     calls = np.ones(pid.shape[1], _I64)
                     for k, cp in enumerate(calls_per_piece):
                         if cp.max() > 1:
                             calls *= cp[pid[k]]
                     op_calls += int(calls.sum())
-        allocations = [(f"{t} (home)", wl.tensor_words(t)) for t in names if schedule.home(t) == i]
+        allocations = _allocations(schedule, i, counters)
         for t, c in counters.items():
-            allocations.append((t, c.largest))
-            if arch.double_buffering and c.entries > 1:
-                allocations.append((f"{t} (second buffer)", c.largest))
             src = schedule.keeper_above(t, i)
             for j in range(src + 1, i + 1):
                 if c.is_output:

@@ -175,9 +175,32 @@ def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
     yield from tile_chunks(schedule, vt, len(schedule.levels) - 1, chunk)  # type: ignore[arg-type]
 
 
+def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
+    """Peak occupancy per level (over instances) from the largest tiles seen so far; raises on overflow."""
+    from mapsearch.sim.walk import _check_capacity
+
+    wl, arch = schedule.workload, schedule.architecture
+    out = []
+    for i in range(arch.depth):
+        level = arch.levels[i]
+        mine = [(t, tr) for (t, li), tr in trackers.items() if li == i]
+        homes = [(f"{t} (home)", wl.tensor_words(t)) for t in wl.tensor_names if schedule.home(t) == i]
+        peak = 0
+        for x in range(lay.count[i]):
+            allocations = list(homes)
+            for t, tr in mine:
+                words = int(tr.largest[x])
+                if words:
+                    allocations.append((t, words))
+                    if arch.double_buffering and words < wl.tensor_words(t):
+                        allocations.append((f"{t} (second buffer)", words))
+            peak = max(peak, _check_capacity(level.name, level.capacity, allocations))
+        out.append((level.name, peak))
+    return out
+
+
 def count_spatial(schedule: Schedule) -> Figures:
     """Figures of a spatial schedule counted by walking its lockstep visit sequence with instances."""
-    from mapsearch.sim.walk import _check_capacity
 
     wl = schedule.workload
     arch = schedule.architecture
@@ -194,6 +217,7 @@ def count_spatial(schedule: Schedule) -> Figures:
     op_calls = 0
     busiest = 0
     base = 0
+    checked = False
     for pid in _inner_steps(schedule, vt, chunk):
         n = pid.shape[1]
         pids = [None] * depth
@@ -220,26 +244,17 @@ def count_spatial(schedule: Schedule) -> Figures:
                 op_calls += int(calls.sum())
                 busiest += int(calls.max(axis=1).sum())
         base += n
+        if not checked:
+            # The first step holds every buffer's largest tile: an overflow shows now, not after the walk.
+            _occupancy(schedule, lay, trackers)
+            checked = True
     for tr in trackers.values():
         tr.finish()
     down = [dict.fromkeys(names, None) for _ in range(depth)]
     up = [dict.fromkeys(names, None) for _ in range(depth)]
-    occupancy = []
+    occupancy = _occupancy(schedule, lay, trackers)
     for i in range(depth):
-        level = arch.levels[i]
         mine = [(t, tr) for (t, li), tr in trackers.items() if li == i]
-        homes = [(f"{t} (home)", wl.tensor_words(t)) for t in names if schedule.home(t) == i]
-        peak = 0
-        for x in range(lay.count[i]):
-            allocations = list(homes)
-            for t, tr in mine:
-                words = int(tr.largest[x])
-                if words:
-                    allocations.append((t, words))
-                    if arch.double_buffering and words < wl.tensor_words(t):
-                        allocations.append((f"{t} (second buffer)", words))
-            peak = max(peak, _check_capacity(level.name, level.capacity, allocations))
-        occupancy.append((level.name, peak))
         for t, tr in mine:
             for j in tr.copies:
                 for store, src in ((down, tr.down[j]), (up, tr.up[j])):

@@ -248,14 +248,11 @@ def test_multicast_lowers_words() -> None:
     assert values[("all",)] < values[("none",)], values
 
 
-# --------------------------------------------------------------------------- found: a solver bug
+# --------------------------------------------------------------------------- regression: a solver bug found here (fixed)
 
 CONV2D = Workload.from_text("conv2d", "O[k,p,q] += I[p+r,q+s] * W[k,r,s]", {"k": 2, "p": 3, "q": 3, "r": 2, "s": 2})
 
 
-@pytest.mark.xfail(strict=True, reason="solver bug: model/capacity.add_capacity drops a level's capacity constraint "
-                                       "when its occupancy is a constant (here 9 words > 5), so an over-capacity "
-                                       "schedule is returned as OPTIMAL instead of InfeasibleError")
 @pytest.mark.parametrize("mesh", [(MeshAxis("x", 2, ("all",)),), ()], ids=["mesh", "no-mesh"])
 def test_constant_occupancy_over_capacity_is_infeasible(mesh) -> None:
     """The filter dims r, s are held whole, so L0's smallest tiles need W 4 + I 4 + O 1 = 9 words > 5.
@@ -266,8 +263,10 @@ def test_constant_occupancy_over_capacity_is_infeasible(mesh) -> None:
     a = arch([None, 5], 1 if mesh else 5, mesh)
     brute = bfs.brute_force_spatial(CONV2D, a) if mesh else bf.brute_force(CONV2D, a)
     assert brute is None
-    with pytest.raises(InfeasibleError):
+    with pytest.raises(InfeasibleError, match="capacity of L0") as err:
         solve(Problem(CONV2D, a))
+    # The message gives the smallest tiles as they are, the filter window whole: W 2x2, I 2x2, O 1.
+    assert "W 4" in str(err.value) and "I 4" in str(err.value) and "need 9" in str(err.value)
 
 
 # --------------------------------------------------------------------------- the brute force's shortcuts

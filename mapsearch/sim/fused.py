@@ -367,7 +367,7 @@ class _FusedEvents:
 
 # ---------------------------------------------------------------- count
 def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
-    from mapsearch.sim.walk import CHUNK, _check_capacity, _Counter, piece_tables, tile_chunks
+    from mapsearch.sim.walk import CHUNK, _check_capacity, _Counter, chunk_calls, piece_tables, route, tile_chunks
 
     _check(fs)
     chunk = CHUNK if chunk is None else chunk
@@ -424,20 +424,10 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
                 for c in counters.values():
                     _feed(c, pid, start)
                 if calls_per_piece is not None:
-                    calls = np.ones(pid.shape[1], np.int64)
-                    for k, cp in enumerate(calls_per_piece):
-                        if cp.max() > 1:
-                            calls *= cp[pid[k]]
-                    op_calls += int(calls.sum())
+                    op_calls += chunk_calls(pid, calls_per_piece)
             for t, c in counters.items():
                 (shared_alloc[i] if i <= f else stage_alloc[e][i]).append((t, c.largest))
-                src = st.keeper_above(t, i)
-                for j in range(src + 1, i + 1):
-                    if c.is_output:
-                        up[j][t] += c.words
-                        down[j][t] += c.reload
-                    else:
-                        down[j][t] += c.words
+                route(c, st.keeper_above(t, i), i, t, down, up)
     for t in g.intermediates:
         p = fs.stages[owner[t]]
         shared_alloc[f].append((f"{t} (fused)", p.workload.tensor(t).words(p.tile_extents(f))))

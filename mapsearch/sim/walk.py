@@ -231,6 +231,25 @@ def _check_capacity(level: str, capacity: int | None, allocations: list[tuple[st
     return used
 
 
+def chunk_calls(pid: np.ndarray, calls_per_piece: list) -> int:
+    """Op calls of a chunk of innermost tiles: per tile, the product over dims of ``ceil(piece / block)``."""
+    calls = np.ones(pid.shape[1], _I64)
+    for k, cp in enumerate(calls_per_piece):
+        if cp.max() > 1:
+            calls *= cp[pid[k]]
+    return int(calls.sum())
+
+
+def route(counter, source: int, level: int, tensor: str, down: list, up: list) -> None:
+    """Count a buffer's words on every link between its source level and its own level."""
+    for j in range(source + 1, level + 1):
+        if counter.is_output:
+            up[j][tensor] += counter.words
+            down[j][tensor] += counter.reload
+        else:
+            down[j][tensor] += counter.words
+
+
 def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, int]]:
     """Level ``i``'s buffers: homes, then each kept tensor's largest tile so far (twice if double-buffered)."""
     wl, arch = schedule.workload, schedule.architecture
@@ -277,20 +296,10 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
                 if n == 0:  # the first tiles are the largest: an overflow shows now, not after the walk
                     _check_capacity(arch.levels[i].name, arch.levels[i].capacity, _allocations(schedule, i, counters))
                 if calls_per_piece is not None:
-                    calls = np.ones(pid.shape[1], _I64)
-                    for k, cp in enumerate(calls_per_piece):
-                        if cp.max() > 1:
-                            calls *= cp[pid[k]]
-                    op_calls += int(calls.sum())
+                    op_calls += chunk_calls(pid, calls_per_piece)
         allocations = _allocations(schedule, i, counters)
         for t, c in counters.items():
-            src = schedule.keeper_above(t, i)
-            for j in range(src + 1, i + 1):
-                if c.is_output:
-                    up[j][t] += c.words
-                    down[j][t] += c.reload
-                else:
-                    down[j][t] += c.words
+            route(c, schedule.keeper_above(t, i), i, t, down, up)
         level = arch.levels[i]
         occupancy.append((level.name, _check_capacity(level.name, level.capacity, allocations)))
     links = []

@@ -94,6 +94,9 @@ def _solver(options: SolveOptions, time_left: float) -> cp_model.CpSolver:
     # product-heavy models (measured: 5x faster on 2-level matmuls).
     s.parameters.cp_model_probing_level = 0
     s.parameters.linearization_level = 0
+    # One presolve pass: later passes expand the chain tables again for little gain
+    # (measured: 2-level 4096^3 0.13 -> 0.07 s, 3-level 1024^3 10.2 -> 7.0 s).
+    s.parameters.max_presolve_iterations = 1
     if options.workers > 1:
         s.parameters.interleave_search = True  # deterministic with several workers
     return s

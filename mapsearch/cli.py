@@ -92,13 +92,27 @@ def _plain(value: object) -> object:
     return value
 
 
+def _load_any_schedule(path: str, load_schedule):
+    """A one-einsum schedule, or a fused chain's (by the file's ``format``)."""
+    import json as _json
+
+    from mapsearch.schedule import fused_json
+    from mapsearch.spec.load import read_text
+
+    try:
+        fmt = _json.loads(read_text(path)).get("format")
+    except (ValueError, AttributeError):
+        fmt = None  # let the schedule reader report what is wrong
+    return fused_json.load_fused(path) if fmt == fused_json.FORMAT else load_schedule(path)
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from mapsearch.report.json_report import report_dict
     from mapsearch.report.text import render_text
     from mapsearch.schedule.figures import differences
     from mapsearch.schedule.json_io import load_schedule
 
-    schedule = load_schedule(args.schedule)
+    schedule = _load_any_schedule(args.schedule, load_schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
     result, mode = _run_replay(schedule, args.mode)
@@ -117,7 +131,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             }
         print(json.dumps(out, indent=2))
     else:
-        title = f"{schedule.workload.name} on {schedule.architecture.name}: replay of {args.schedule} ({mode} mode)"
+        name = schedule.graph.name if hasattr(schedule, "graph") else schedule.workload.name
+        title = f"{name} on {schedule.architecture.name}: replay of {args.schedule} ({mode} mode)"
         print(render_text(figures, schedule.architecture, title=title, data_ok=data_ok, max_abs_error=max_abs_error), end="")
         if args.check and not mismatches:
             print("check: the replay matches the predicted figures")

@@ -42,3 +42,15 @@ def test_every_plan_of_a_three_stage_chain_replays_exactly():
     # The best of all options is no worse than any of them.
     best = min(result.candidates(), key=lambda c: (c[1], c[2]))
     assert result.best == best[0]
+
+
+def test_replay_cli_reads_a_fused_schedule_written_by_solve(tmp_path, capsys):
+    from mapsearch.cli import main
+
+    out = tmp_path / "best.json"
+    chain = ROOT / "examples" / "chains" / "fusion-wins.yaml"
+    arch = ROOT / "examples" / "chains" / "fusion-arch.yaml"
+    assert main(["solve", str(chain), str(arch), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["replay", "--check", str(out)]) == 0
+    assert "check: the replay matches the predicted figures" in capsys.readouterr().out

@@ -4,11 +4,13 @@ Writes to ``--out DIR`` (default ``./characterize-<model>``): the sweep's
 ``results.sqlite`` (resumable: rerun to skip what is finished),
 ``results.jsonl``/``results.csv``/``summary.txt``/``schedules/`` for the
 distinct cases, and ``layers.csv``, ``layers.json`` (one row per profile
-and layer), ``totals.csv``, ``totals.json`` (one row per profile) and
-``roofline.png`` (with matplotlib).
+and layer), ``totals.csv``, ``totals.json`` (one row per profile),
+``chains.csv``, ``chains.json`` (one row per profile and chain pair: the
+fusion decision), ``chain_cache.json`` and ``chains/`` (the pairs' solved
+records and chosen schedules) and ``roofline.png`` (with matplotlib).
 
 Exit codes: 0 done (failed layers are listed and counted); 1 some replay
-disagreed with its prediction; 2 bad input; 130 interrupted (rerun).
+(of a layer or of a chain pair's best option) disagreed with its prediction; 2 bad input; 130 interrupted (rerun).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from mapsearch.errors import MapsearchError
 
-__all__ = ["add_parser", "run", "totals_table", "layers_table", "write_outputs"]
+__all__ = ["add_parser", "run", "totals_table", "layers_table", "chains_table", "write_outputs"]
 
 
 def _num(x: Any, kind: str = "g") -> str:
@@ -47,13 +49,14 @@ def _table(header: list[str], body: list[list[str]]) -> str:
 
 def totals_table(totals: list[dict[str, Any]]) -> str:
     header = ["profile", "time (clocks)", "time (ms)", "words", "top-link words", "util", "of peak", "energy (mJ)",
-              "solved", "time gap", "gap"]
+              "solved", "time gap", "gap", "fused pairs"]
     body = []
     for t in totals:
         solved = f"{t['optimal']} opt + {t['feasible']} feas" + (f", {t['failed']} FAILED" if t["failed"] else "")
+        pairs = f"{t['fused_pairs']}/{t['chain_pairs']}" if t.get("chain_pairs") else "-"
         body.append([t["profile"], _num(t["time_clocks"], "int"), _num(t["seconds"] * 1e3), _num(t["words_total"], "int"),
                      _num(t["words_top"], "int"), _num(t["utilization"], "pct"), _num(t["peak_fraction"], "pct"),
-                     _num(t["energy_pj"] / 1e9), solved, _num(t["max_time_gap"]), _num(t["max_gap"])])
+                     _num(t["energy_pj"] / 1e9), solved, _num(t["max_time_gap"]), _num(t["max_gap"]), pairs])
     return _table(header, body)
 
 
@@ -62,10 +65,38 @@ def layers_table(rows: list[dict[str, Any]], top: int) -> str:
     shown.sort(key=lambda r: -(r["share"] or 0))
     if top:
         shown = shown[:top]
-    header = ["layer", "op", "status", "time gap", "gap", "time (clocks)", "share", "words", "util", "energy (uJ)", "fused"]
+    header = ["layer", "op", "status", "time gap", "gap", "time (clocks)", "share", "words", "util", "energy (uJ)", "fused",
+              "fused_with"]
     body = [[r["layer"], r["op"], r["status"], _num(r["time_gap"]), _num(r["gap"]), _num(r["time_clocks"], "int"), _num(r["share"], "pct"),
              _num(r["words_total"], "int"), _num(r["utilization"], "pct"),
-             _num(None if r["energy_pj"] is None else r["energy_pj"] / 1e6), r["pattern"] or ""] for r in shown]
+             _num(None if r["energy_pj"] is None else r["energy_pj"] / 1e6), r["pattern"] or "", _fused_with(r)]
+            for r in shown]
+    return _table(header, body)
+
+
+def _fused_with(r: dict[str, Any]) -> str:
+    """The chain-fused partner: the first row of a pair carries the pair's figures, the second's are in it."""
+    if not r.get("fused_with"):
+        return ""
+    if r["time_clocks"] == 0 and r["words_total"] == 0:
+        return f"{r['fused_with']} (figures there)"
+    return f"{r['fused_with']} ({r['chain']}, pair figures)"
+
+
+def chains_table(rows: list[dict[str, Any]]) -> str:
+    """The chain solve's best option against the two layers solved separately: one line per profile, distinct
+    pair and decision (identical pairs are solved once: ``(x12)``)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for c in rows:
+        groups.setdefault((c["profile"], c["pair"], c["fused"], c["decision"]), []).append(c)
+    header = ["profile", "pair", "chain best", "time (clocks)", "separate", "words", "separate", "decision"]
+    body = []
+    for cs in groups.values():
+        c = cs[0]
+        more = f" (x{len(cs)})" if len(cs) > 1 else ""
+        body.append([c["profile"], f"{c['first']} -> {c['second']}{more}", c["best"] or "-",
+                     _num(c["chain_clocks"], "int"), _num(c["separate_clocks"], "int"), _num(c["chain_words"], "int"),
+                     _num(c["separate_words"], "int"), "FUSED" if c["fused"] else c["decision"].split(": ", 1)[-1]])
     return _table(header, body)
 
 
@@ -92,11 +123,15 @@ def _csv(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> str:
 
 
 def write_outputs(result: Any, profiles: list[Any], out: Path, plot: bool = True) -> dict[str, Path]:
-    from mapsearch.characterize.run import LAYER_KEYS, TOTAL_KEYS
+    from mapsearch.characterize.run import CHAIN_KEYS, LAYER_KEYS, TOTAL_KEYS
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"layers_csv": out / "layers.csv", "layers_json": out / "layers.json", "totals_csv": out / "totals.csv",
-             "totals_json": out / "totals.json"}
+             "totals_json": out / "totals.json", "chains_csv": out / "chains.csv", "chains_json": out / "chains.json"}
+    paths["chains_csv"].write_text(_csv([{**c, "candidates": json.dumps(c["candidates"], separators=(",", ":"))
+                                          if c["candidates"] is not None else None} for c in result.chains],
+                                        CHAIN_KEYS))
+    paths["chains_json"].write_text(json.dumps(result.chains, indent=1) + "\n")
     paths["layers_csv"].write_text(_csv(result.layers, LAYER_KEYS))
     paths["layers_json"].write_text(json.dumps(result.layers, indent=1) + "\n")
     paths["totals_csv"].write_text(_csv(result.totals, TOTAL_KEYS))
@@ -114,11 +149,14 @@ def roofline(result: Any, profiles: list[Any], out_png: Path) -> Path:
     from mapsearch.report.plots import plot_roofline
 
     rows = []
+    macs = {(r["profile"], r["layer"]): r["macs"] for r in result.layers}
     for r in result.layers:
-        if r["kind"] != "einsum" or r["status"] not in ("OPTIMAL", "FEASIBLE"):
-            continue
+        if r["kind"] != "einsum" or r["status"] not in ("OPTIMAL", "FEASIBLE") or not r["time_clocks"]:
+            continue  # the second layer of a chain-fused pair: its figures are in the first's
         links = [{"name": n, **l} for n, l in r["links"].items()]
-        rows.append({"workload": r["op"], "architecture": r["profile"], "status": r["status"], "macs": r["macs"],
+        pair = r.get("fused_with")
+        rows.append({"workload": f"{r['op']} pair" if pair else r["op"], "architecture": r["profile"],
+                     "status": r["status"], "macs": r["macs"] + (macs[(r["profile"], pair)] if pair else 0),
                      "time": r["time_clocks"], "links": links})
     return plot_roofline(rows, out_png, architectures={p.name: p.architecture for p in profiles})
 
@@ -145,16 +183,29 @@ def run(args: argparse.Namespace) -> int:
     from mapsearch.characterize.run import layer_cases
     from mapsearch.characterize.graph import lower_all
 
+    from mapsearch.characterize.chains import find_pairs
+
     layers = lower_all(model.nodes)
     cases, _ = layer_cases(layers, profiles, args.time_limit)
     einsums = [l for l in layers if l.einsum]
+    pairs = [] if args.no_chain_fusion else find_pairs(model.nodes, layers)
+    distinct_pairs = len({p.key for p in pairs})
     print(f"characterize {model.name}: {len(layers)} layers ({len(einsums)} einsums, "
           f"{len({l.shape_key() for l in einsums})} distinct shapes) on {len(profiles)} profile(s): "
-          f"{len(cases)} case(s) in {out}", file=sys.stderr)
+          f"{len(cases)} case(s) in {out}" + (f"; {len(pairs)} chain pair(s), {distinct_pairs} distinct, "
+                                               "solved as chains after the layers" if pairs else ""),
+          file=sys.stderr)
     update, close = _progress_printer(len(cases), args.quiet)
+
+    def chain_progress(profile: Any, pair: Any, rec: dict[str, Any]) -> None:
+        if not args.quiet:
+            print(f"chain {pair.first} -> {pair.second} on {profile.name}: best {rec.get('best') or rec.get('error')}"
+                  f" ({rec.get('solve_seconds', 0):.1f} s)", file=sys.stderr)
+
     try:
         result = characterize(model, profiles, out, workers=args.workers, scheduler=args.scheduler,
-                              time_limit=args.time_limit, retry_failed=args.retry_failed, progress=update)
+                              time_limit=args.time_limit, retry_failed=args.retry_failed, progress=update,
+                              chain_fusion=not args.no_chain_fusion, chain_progress=chain_progress)
     finally:
         close()
     paths = write_outputs(result, profiles, out, plot=not args.no_plot)
@@ -165,6 +216,10 @@ def run(args: argparse.Namespace) -> int:
         what = "all layers" if args.top == 0 else f"top {args.top} layers by time"
         print(f"\n{model.name} on {p.name} ({p.architecture['name']}, {p.clock_hz / 1e9:g} GHz): {what}")
         print(layers_table(by_profile[p.name], args.top), end="")
+    if result.chains:
+        print(f"\n{model.name}: chain fusion (solve_chain per distinct pair and profile; fused when its best "
+              "option beats the two layers' own schedules, time then words)")
+        print(chains_table(result.chains), end="")
     print(f"\n{model.name}: totals per profile ({sum(l.macs for l in einsums):,} MACs)")
     print(totals_table(result.totals), end="")
     failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "FEASIBLE")]
@@ -179,7 +234,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {', '.join(str(p) for p in paths.values())} and the sweep's exports in {out}", file=sys.stderr)
     if result.outcome is not None and result.outcome.interrupted:
         return 130
-    return 1 if any(r["status"] == "MISMATCH" for r in result.layers) else 0
+    bad = [c for c in result.chains if c["replay"] not in (None, "ok")]
+    for c in bad:
+        print(f"mapsearch: REPLAY MISMATCH: chain {c['first']} -> {c['second']} on {c['profile']}: {c['replay']}",
+              file=sys.stderr)
+    return 1 if bad or any(r["status"] == "MISMATCH" for r in result.layers) else 0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -208,5 +267,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--input-shape", metavar="N,C,H,W", action="append", help="input shape for a torch module (repeatable)")
     p.add_argument("--top", metavar="N", type=int, default=10, help="layers shown per profile, by share of time (0: all)")
     p.add_argument("--no-plot", action="store_true", help="skip the roofline plot")
+    p.add_argument("--no-chain-fusion", action="store_true",
+                   help="solve every einsum layer alone: no pair of consecutive einsums is solved as a fused chain")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p

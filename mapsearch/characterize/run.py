@@ -11,6 +11,18 @@ skips what is finished) and exports the sweep's own files
 (:func:`mapsearch.sweep.export.export`). Bandwidth-only steps are computed
 from the profile (no solve); fused epilogues cost nothing.
 
+Then **chain fusion** (:mod:`mapsearch.characterize.chains`, unless
+``chain_fusion=False``): every pair of einsum layers where the first's output
+feeds only the second (through elementwise epilogues) is solved as a
+two-einsum chain with :func:`mapsearch.solve.chain.solve_chain` on each
+profile (identical pairs once; records cached in ``DIR/chain_cache.json``),
+its best option replayed, and fused when the solver's figures beat the two
+layers' own schedules (time, then words). A fused pair's first row carries
+the pair's figures (``fused_with`` the second, ``chain`` the option), the
+second's row zeros (``fused_with`` the first); both keep their own solve in
+``separate_clocks`` / ``separate_words``. :data:`CHAIN_KEYS`: one decision
+row per profile and pair.
+
 Per layer and profile (:data:`LAYER_KEYS`): status, gap, time in clocks and
 seconds, words per link, utilization, MACs, energy. Per model and profile
 (:data:`TOTAL_KEYS`): the sums, the utilization of the whole model
@@ -26,19 +38,25 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from mapsearch.characterize.chains import ChainCache, Pair, choose, find_pairs, gain, solve_pair
 from mapsearch.characterize.graph import Layer, lower_all
 from mapsearch.characterize.models import Model
 from mapsearch.characterize.profiles import Profile
 
-__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "layer_cases"]
+__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
 
-LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "shape_key", "case_id", "status",
-              "gap", "time_gap", "macs", "time_clocks", "seconds", "compute_clocks", "utilization", "words_total",
-              "words_top", "links", "energy_pj", "share", "einsum", "extents")
+LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
+              "case_id", "status", "gap", "time_gap", "macs", "time_clocks", "seconds", "compute_clocks", "utilization",
+              "words_total", "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum",
+              "extents")
 TOTAL_KEYS = ("model", "profile", "architecture", "layers", "einsum_layers", "distinct_shapes", "bandwidth_steps",
               "fused_epilogues", "optimal", "feasible", "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
               "compute_clocks", "utilization", "peak_fraction", "words_total", "words_top", "links", "energy_pj",
-              "energy_mac_pj", "energy_links_pj", "solve_seconds")
+              "energy_mac_pj", "energy_links_pj", "chain_pairs", "fused_pairs", "chain_saved_clocks",
+              "chain_saved_words", "solve_seconds")
+CHAIN_KEYS = ("model", "profile", "first", "second", "pair", "fused", "decision", "best", "status", "replay",
+              "chain_clocks", "chain_words", "separate_clocks", "separate_words", "saved_clocks", "saved_words",
+              "candidates", "schedule", "solve_seconds")
 
 
 @dataclass
@@ -49,6 +67,7 @@ class Characterization:
     cases: list[Any] = field(default_factory=list)
     outcome: Any = None
     paths: dict[str, Path] = field(default_factory=dict)
+    chains: list[dict[str, Any]] = field(default_factory=list)  # one row per (profile, pair), CHAIN_KEYS
 
 
 def _workload_doc(layer: Layer) -> tuple[str, dict[str, Any]]:
@@ -126,7 +145,8 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
     return row
 
 
-def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Sequence[Layer]) -> dict[str, Any]:
+def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Sequence[Layer],
+            chains: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     solved = [r for r in rows if r["time_clocks"] is not None]
     einsum_rows = [r for r in rows if r["kind"] == "einsum"]
     failed = [r for r in einsum_rows if r["status"] not in ("OPTIMAL", "FEASIBLE")]
@@ -142,6 +162,8 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
     energy = sum(r["energy_pj"] or 0 for r in solved)
     macs = sum(l.macs for l in layers)
     solve_seconds = {r["case_id"]: r.get("solve_seconds") or 0 for r in einsum_rows if r["case_id"]}
+    solve_seconds.update({("pair", c["pair"]): c["solve_seconds"] or 0 for c in chains})
+    fused = [c for c in chains if c["fused"]]
     return {
         "model": model, "profile": profile.name, "architecture": profile.architecture["name"],
         "layers": len(rows), "einsum_layers": len(einsum_rows),
@@ -158,6 +180,8 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
         "peak_fraction": macs / (time * profile.peak_macs_per_clock) if time and not failed else None,
         "words_total": sum(links.values()), "words_top": links.get(profile.top_link, 0), "links": links,
         "energy_pj": energy, "energy_mac_pj": energy_mac, "energy_links_pj": energy - energy_mac,
+        "chain_pairs": len(chains), "fused_pairs": len(fused),
+        "chain_saved_clocks": sum(c["saved_clocks"] for c in fused), "chain_saved_words": sum(c["saved_words"] for c in fused),
         "solve_seconds": sum(solve_seconds.values()),
     }
 
@@ -165,12 +189,18 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
 def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path, *, workers: int | None = None,
                  scheduler: str | None = None, time_limit: float = 60.0, retry_failed: bool = False,
                  fusion_decider: Callable | None = None, registry: Any = None,
-                 progress: Callable | None = None, run: bool = True) -> Characterization:
+                 progress: Callable | None = None, run: bool = True, chain_fusion: bool = True,
+                 chain_progress: Callable | None = None) -> Characterization:
     """Solve and add up; writes ``DIR/results.sqlite`` and the sweep's exports (see :mod:`mapsearch.sweep`)."""
     from mapsearch.sweep.export import export
     from mapsearch.sweep.runner import run_sweep
     from mapsearch.sweep.store import DB_NAME, ResultStore
 
+    names = [p.name for p in profiles]
+    if len(set(names)) != len(names):
+        from mapsearch.errors import MapsearchError
+
+        raise MapsearchError(f"profiles must have distinct names, got {', '.join(names)}")
     layers = lower_all(model.nodes, registry, fusion_decider)
     cases, index = layer_cases(layers, profiles, time_limit, model.source)
     out = Path(out_dir)
@@ -181,12 +211,100 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
                                 scheduler=scheduler, retry_failed=retry_failed, progress=progress)
         stored = store.rows(c.case_id for c in cases)
         paths = export(f"characterize-{model.name}", cases, store, out) if cases else {}
-    layer_rows, totals = [], []
+    pairs = find_pairs(model.nodes, layers) if chain_fusion else []
+    cache = ChainCache(out)
+    layer_rows, totals, chain_rows = [], [], []
     for profile in profiles:
-        rows = []
+        rows, exact = [], {}
         for layer in layers:
             case = index.get((profile.name, layer.shape_key())) if layer.einsum else None
-            rows.append(_layer_row(model.name, profile, layer, case, stored.get(case.case_id) if case else None))
-        totals.append(_totals(model.name, profile, rows, layers))
+            got = stored.get(case.case_id) if case else None
+            rows.append(_layer_row(model.name, profile, layer, case, got))
+            if rows[-1]["status"] in ("OPTIMAL", "FEASIBLE") and got.get("report"):
+                exact[layer.name] = (Fraction(got["report"]["time"]), int(rows[-1]["words_total"]))
+        decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, time_limit,
+                                run and outcome_ok(outcome), chain_progress)
+        totals.append(_totals(model.name, profile, rows, layers, decided))
         layer_rows += rows
-    return Characterization(model.name, layer_rows, totals, cases, outcome, dict(paths))
+        chain_rows += decided
+    return Characterization(model.name, layer_rows, totals, cases, outcome, dict(paths), chain_rows)
+
+
+def outcome_ok(outcome: Any) -> bool:
+    """Solve the pairs unless the sweep was interrupted."""
+    return outcome is None or not getattr(outcome, "interrupted", False)
+
+
+def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: list[dict[str, Any]],
+                  exact: dict[str, tuple[Fraction, int]], cache: ChainCache, out: Path, time_limit: float,
+                  solve: bool, progress: Callable | None) -> list[dict[str, Any]]:
+    """Solve each pair on ``profile`` (cached), decide (:func:`~mapsearch.characterize.chains.choose`) and
+    rewrite the rows of the fused pairs: the first carries the pair's figures, the second zeros."""
+    by_name = {r["layer"]: r for r in rows}
+    decisions, gains, records = [], {}, {}
+    for pair in pairs:
+        separate = None
+        if pair.first in exact and pair.second in exact:
+            a, b = exact[pair.first], exact[pair.second]
+            separate = (a[0] + b[0], a[1] + b[1])
+        rec = cache.get(pair, profile, time_limit)
+        if rec is None and solve and separate is not None:
+            rec = solve_pair(pair, profile, time_limit, out / "chains")
+            cache.put(pair, profile, time_limit, rec)
+            if progress is not None:
+                progress(profile, pair, rec)
+        records[pair.first] = rec
+        gains[pair.first] = gain(rec, separate)
+        d = {k: None for k in CHAIN_KEYS}
+        d.update(model=model, profile=profile.name, first=pair.first, second=pair.second, pair=pair.key, fused=False)
+        if separate is not None:
+            d.update(separate_clocks=float(separate[0]), separate_words=separate[1])
+        if rec is not None:
+            d.update(best=rec.get("best"), status=rec.get("status"), replay=rec.get("replay"),
+                     candidates=rec.get("candidates"), schedule=rec.get("schedule"),
+                     solve_seconds=rec.get("solve_seconds"))
+            if rec.get("time") is not None:
+                d.update(chain_clocks=float(Fraction(rec["time"])), chain_words=rec["words"])
+        if separate is None:
+            d["decision"] = "separate: a layer of the pair has no schedule of its own"
+        elif rec is None:
+            d["decision"] = "separate: not solved (interrupted run)"
+        elif rec.get("best") is None:
+            d["decision"] = f"separate: the chain solve failed: {rec.get('error')}"
+        elif rec.get("replay") not in (None, "ok"):
+            d["decision"] = f"separate: the chain's best option does not replay: {rec['replay']}"
+        elif rec["best"] == "unfused":
+            d["decision"] = "separate: the chain solve's best option is unfused"
+        elif gains[pair.first] is None:
+            d["decision"] = f"separate: {rec['best']} does not beat the layers' own schedules (time, then words)"
+        else:
+            d["decision"] = f"candidate: {rec['best']} beats the layers' own schedules"
+        decisions.append(d)
+    chosen = {p.first for p in choose(pairs, gains)}
+    for pair, d in zip(pairs, decisions):
+        if pair.first not in chosen:
+            if d["decision"].startswith("candidate"):
+                d["decision"] = "separate: an overlapping pair saves more"
+            continue
+        saved = gains[pair.first]
+        d.update(fused=True, decision=f"fused: {records[pair.first]['best']}", saved_clocks=float(saved[0]),
+                 saved_words=saved[1])
+        _apply_pair(profile, by_name[pair.first], by_name[pair.second], records[pair.first])
+    return decisions
+
+
+def _apply_pair(profile: Profile, first: dict[str, Any], second: dict[str, Any], rec: dict[str, Any]) -> None:
+    for row in (first, second):
+        row.update(separate_clocks=row["time_clocks"], separate_words=row["words_total"], chain=rec["best"])
+    first["fused_with"], second["fused_with"] = second["layer"], first["layer"]
+    clocks = float(Fraction(rec["time"]))
+    compute = float(Fraction(rec["compute_time"]))
+    links = {n: {**l, "time": float(Fraction(l["time"]))} for n, l in rec["links"].items()}
+    energy = sum(l["words"] * profile.link_energy_pj.get(n, 0.0) for n, l in links.items())
+    energy += rec["op_calls"] * profile.block_macs * profile.mac_energy_pj
+    first.update(status=rec["status"], gap=rec.get("gap"), time_gap=rec.get("time_gap"), time_clocks=clocks,
+                 seconds=clocks / profile.clock_hz, compute_clocks=compute,
+                 utilization=compute / clocks if clocks else None, words_total=rec["words"],
+                 words_top=links.get(profile.top_link, {}).get("words", 0), links=links, energy_pj=energy)
+    second.update(status=rec["status"], gap=None, time_gap=None, time_clocks=0.0, seconds=0.0, compute_clocks=0.0,
+                  utilization=None, words_total=0, words_top=0, links={}, energy_pj=0.0)

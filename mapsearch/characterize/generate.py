@@ -11,7 +11,6 @@ einsum layers equal ``benchmarks/suites/resnet50_conv.yaml`` and
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 

@@ -13,7 +13,6 @@ inferred static shape.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from mapsearch.characterize.graph import Node

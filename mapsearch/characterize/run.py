@@ -31,8 +31,6 @@ seconds, words per link, utilization, MACs, energy. Per model and profile
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path

@@ -20,8 +20,6 @@ transpose, permute, getitem, size) cost nothing.
 from __future__ import annotations
 
 import importlib
-import math
-import operator
 from typing import Any, Sequence
 
 from mapsearch.characterize.graph import Node

@@ -19,7 +19,6 @@ Costs (clocks of the DRAM command clock, ``tck_ns``): a hit ``CL``, a miss
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 

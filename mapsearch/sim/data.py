@@ -134,7 +134,6 @@ def compute_by_tiles(schedule: Schedule, inputs, tables: PieceTables | None = No
     inner = len(schedule.levels) - 1
     out = wl.einsum.output
     z = np.zeros(wl.tensor_shape(out.name))
-    zflat = z.reshape(-1)
     nd = len(wl.dims)
     radix = tuple(int(tables.size[inner][k].max()) + 1 for k in range(nd))
     for pid in tile_chunks(schedule, tables, inner, chunk):

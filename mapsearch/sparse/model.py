@@ -30,7 +30,7 @@ import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
-from mapsearch.sparse.format import Format, dense
+from mapsearch.sparse.format import Format
 from mapsearch.sparse.replay import LinkWords, _axis_dims, _links, walk_words
 
 

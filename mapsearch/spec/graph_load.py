@@ -27,7 +27,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from mapsearch.errors import SpecError
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.load import _error, _note, join_path, read_yaml, workload_from_dict
 from mapsearch.spec.workload import Einsum, Workload, WorkloadGraph

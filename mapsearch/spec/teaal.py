@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from mapsearch.errors import SpecError
 from mapsearch.spec.load import _error, _note, join_path, read_yaml

@@ -92,27 +92,23 @@ def _plain(value: object) -> object:
     return value
 
 
-def _load_any_schedule(path: str, load_schedule):
+def _load_any_schedule(path: str):
     """A one-einsum schedule, or a fused chain's (by the file's ``format``)."""
-    import json as _json
-
     from mapsearch.schedule import fused_json
-    from mapsearch.spec.load import read_text
+    from mapsearch.schedule.json_io import read_json, schedule_from_dict
 
-    try:
-        fmt = _json.loads(read_text(path)).get("format")
-    except (ValueError, AttributeError):
-        fmt = None  # let the schedule reader report what is wrong
-    return fused_json.load_fused(path) if fmt == fused_json.FORMAT else load_schedule(path)
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("format") == fused_json.FORMAT:
+        return fused_json.fused_from_dict(data, str(path))
+    return schedule_from_dict(data, str(path))
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from mapsearch.report.json_report import report_dict
     from mapsearch.report.text import render_text
     from mapsearch.schedule.figures import differences
-    from mapsearch.schedule.json_io import load_schedule
 
-    schedule = _load_any_schedule(args.schedule, load_schedule)
+    schedule = _load_any_schedule(args.schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
     result, mode = _run_replay(schedule, args.mode)

@@ -52,17 +52,22 @@ def _holds(solver: cp_model.CpSolver, lit) -> bool:
     return lit if isinstance(lit, bool) else bool(solver.boolean_value(lit))
 
 
+def link_figures(arch, tensors, down, up, link_time, scale: int, solver: cp_model.CpSolver) -> tuple[LinkFigures, ...]:
+    """Per link into level ``a``: each tensor's words (``down[(t, a)]``, ``up[(t, a)]``) and the scaled time."""
+    links = []
+    for a in range(1, arch.depth):
+        per = tuple(TensorTraffic(t, value(solver, down[(t, a)]), value(solver, up[(t, a)])) for t in tensors)
+        links.append(LinkFigures(arch.link_name(a), sum(x.words_down for x in per), sum(x.words_up for x in per),
+                                 Fraction(value(solver, link_time[a]), scale), per))
+    return tuple(links)
+
+
 def predicted_figures(enc: Encoding, solver: cp_model.CpSolver) -> Figures:
     p = enc.problem
     w, arch = p.workload, p.architecture
-    links = []
-    for a in range(1, p.depth + 1):
-        tensors = tuple(TensorTraffic(t, value(solver, enc.link_tensor_down[(t, a)]), value(solver, enc.link_tensor_up[(t, a)]))
-                        for t in w.tensor_names)
-        links.append(LinkFigures(arch.link_name(a), sum(x.words_down for x in tensors), sum(x.words_up for x in tensors),
-                                 Fraction(value(solver, enc.link_time[a]), enc.scale), tensors))
     return Figures(
-        links=tuple(links),
+        links=link_figures(arch, w.tensor_names, enc.link_tensor_down, enc.link_tensor_up, enc.link_time,
+                           enc.scale, solver),
         op_calls=value(solver, enc.calls),
         compute_time=Fraction(value(solver, enc.compute_time), enc.scale),
         macs=w.macs,

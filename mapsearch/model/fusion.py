@@ -26,11 +26,11 @@ from ortools.sat.python import cp_model
 
 from mapsearch.model.build import build_stage
 from mapsearch.model.capacity import add_capacity
-from mapsearch.model.decode import value
+from mapsearch.model.decode import link_figures, value
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import decode_order
 from mapsearch.model.problem import Problem, UnsupportedProblem
-from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.solve.constraints import Constraints
@@ -215,14 +215,8 @@ def fused_figures(fe: FusedEncoding, solver: cp_model.CpSolver) -> Figures:
     arch = fe.architecture
     tensors = sorted({t for enc in fe.stages for t in enc.problem.workload.tensor_names},
                      key=lambda t: _tensor_rank(fe.graph, t))
-    links = []
-    for a in range(1, arch.depth):
-        per = tuple(TensorTraffic(t, value(solver, fe.link_down[(t, a)]), value(solver, fe.link_up[(t, a)]))
-                    for t in tensors)
-        links.append(LinkFigures(arch.link_name(a), sum(x.words_down for x in per), sum(x.words_up for x in per),
-                                 Fraction(value(solver, fe.link_time[a]), fe.scale), per))
     return Figures(
-        links=tuple(links),
+        links=link_figures(arch, tensors, fe.link_down, fe.link_up, fe.link_time, fe.scale, solver),
         op_calls=value(solver, fe.calls),
         compute_time=Fraction(value(solver, fe.compute_time), fe.scale),
         macs=fe.graph.macs,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Sequence
 
-from mapsearch.report.json_report import report_dict
+from mapsearch.report.json_report import _exact, _number, report_dict
 from mapsearch.report.loopnest import loop_nest_lines
 from mapsearch.report.text import _table, bottleneck, format_exact
 from mapsearch.schedule.figures import Figures, differences
@@ -30,16 +30,6 @@ __all__ = ["render_solve_text", "solve_report_dict", "comparison_rows", "loop_ne
 
 _UNITS = {"time": "clocks", "words": "words", "energy": "energy units"}
 OK, BAD = "\u2713", "\u2717"  # check mark, ballot x
-
-
-def _number(value: Fraction | int) -> int | float:
-    x = Fraction(value)
-    return x.numerator if x.denominator == 1 else float(x)
-
-
-def _exact(value: Fraction | int) -> str:
-    x = Fraction(value)
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 
 def _percent(x: Fraction | float) -> str:

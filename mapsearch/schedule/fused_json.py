@@ -24,7 +24,6 @@ Reading checks every stage as a schedule file's levels are checked
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -38,7 +37,7 @@ from mapsearch.schedule.json_io import (
     schedule_from_dict,
     schedule_to_dict,
 )
-from mapsearch.spec.load import _architecture, _error, _note, architecture_to_dict, read_text, workload_to_dict
+from mapsearch.spec.load import _architecture, _error, _note, architecture_to_dict, workload_to_dict
 
 __all__ = ["FORMAT", "VERSION", "fused_violations", "check_fused", "fused_to_dict", "fused_from_dict",
            "dumps_fused", "save_fused", "load_fused"]
@@ -281,10 +280,6 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
 
 
 def load_fused(path: str | Path) -> FusedSchedule:
-    source = str(path)
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _note(source, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
-    return fused_from_dict(data, source)
+    from mapsearch.schedule.json_io import read_json
+
+    return fused_from_dict(read_json(path), str(path))

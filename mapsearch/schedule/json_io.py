@@ -252,13 +252,15 @@ def _check_predicted_names(predicted: Figures, schedule: Schedule, source: str) 
             raise _note(source, join_path(["predicted", "occupancy", level]), f"unknown level; expected one of {', '.join(arch.level_names)}")
 
 
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON of ``path``; unreadable or malformed files are one SpecError line."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise _note(str(path), f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+
+
 def load_schedule(path: str | Path) -> Schedule:
     """Read and check a schedule file written by :func:`save_schedule`."""
-    source = str(path)
-    text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _note(source, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
-    return schedule_from_dict(data, source)
+    return schedule_from_dict(read_json(path), str(path))
 

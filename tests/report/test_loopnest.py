@@ -12,17 +12,16 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mapsearch.report.loopnest import loop_nest_code, loop_nest_lines
 from mapsearch.schedule.json_io import load_schedule
-from mapsearch.schedule.legality import violations
-from mapsearch.schedule.schedule import LevelMapping, Schedule
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import replay
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
+from schedule_builder import build_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -35,16 +34,7 @@ def arch(*names: str, block=(), clocks=1) -> Architecture:
     return Architecture("test", levels, Compute(tuple(block), Fraction(clocks)))
 
 
-def schedule(w: Workload, a: Architecture, below: list[tuple[dict, str, str]], homes=()) -> Schedule:
-    """``below``: per level under the top, (tile, order as one-letter dims, kept tensors as letters)."""
-    top = LevelMapping(a.levels[0].name, tuple(w.extent.items()))
-    rest = tuple(
-        LevelMapping(a.levels[i + 1].name, tuple((d, tile[d]) for d in w.dims), tuple(order), frozenset(keep))
-        for i, (tile, order, keep) in enumerate(below)
-    )
-    s = Schedule(w, a, (top,) + rest, tuple(homes))
-    assert violations(s) == []
-    return s
+schedule = build_schedule
 
 
 class _Tensor:

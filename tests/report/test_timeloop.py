@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from mapsearch.report.timeloop import read_timeloop_mapping, timeloop_mapping, timeloop_yaml
 from mapsearch.schedule.json_io import load_schedule
-from mapsearch.schedule.legality import violations
-from mapsearch.schedule.schedule import LevelMapping, Schedule
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
+from schedule_builder import build_schedule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MATMUL = "Z[m,n] += A[m,k] * B[k,n]"
@@ -25,15 +25,7 @@ def arch(*names: str, block=()) -> Architecture:
     return Architecture("test", levels, Compute(tuple(block), Fraction(1)))
 
 
-def schedule(w: Workload, a: Architecture, below: list[tuple[dict, str, str]], homes=()) -> Schedule:
-    top = LevelMapping(a.levels[0].name, tuple(w.extent.items()))
-    rest = tuple(
-        LevelMapping(a.levels[i + 1].name, tuple((d, tile[d]) for d in w.dims), tuple(order), frozenset(keep))
-        for i, (tile, order, keep) in enumerate(below)
-    )
-    s = Schedule(w, a, (top,) + rest, tuple(homes))
-    assert violations(s) == []
-    return s
+schedule = build_schedule
 
 
 def held(s: Schedule, i: int) -> set[str]:

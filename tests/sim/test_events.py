@@ -15,6 +15,7 @@ from mapsearch.sim import CapacityError, ReplayResult, UnknownModeError, replay
 from mapsearch.sim.events import Event, replay_events, replay_events_data
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
+from schedule_builder import build_schedule
 
 MATMUL = "Z[m,n] += A[m,k] * B[k,n]"
 ONE = Link(Fraction(1), Fraction(1), SHARED)
@@ -30,16 +31,7 @@ def arch(*levels: tuple[str, int | None], link: Link = ONE, block=(), clocks=1, 
     return Architecture("test", built, Compute(tuple(block), Fraction(clocks)), double)
 
 
-def schedule(w: Workload, a: Architecture, below: list[tuple[dict, str, str]], homes=()) -> Schedule:
-    """``below``: per level under the top, (tile, order as a string of one-letter dims, kept tensors)."""
-    top = LevelMapping(a.levels[0].name, tuple(w.extent.items()))
-    rest = tuple(
-        LevelMapping(a.levels[i + 1].name, tuple((d, tile[d]) for d in w.dims), tuple(order), frozenset(keep))
-        for i, (tile, order, keep) in enumerate(below)
-    )
-    s = Schedule(w, a, (top,) + rest, tuple(homes))
-    assert violations(s) == []
-    return s
+schedule = build_schedule
 
 
 def words(result: ReplayResult, link: str) -> dict[str, tuple[int, int]]:

@@ -4,6 +4,7 @@
                     [--time-limit S] [-o SCHEDULE.json] [--json] [--min-utilization U]
                     [--workers N] [--seed N] [--replay-mode count|events|data]
                     [--link-energy NAME=COST ...] [--op-energy X]
+                    [--dram-rows off|tiebreak|before-words] [--max-dram-rows N] [--dram-layouts FILE.yaml]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
     mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
     mapsearch trace SCHEDULE.json [--format ramulator2|ramulator1|dramsim3] [-o FILE] [--layouts FILE.yaml]
@@ -117,9 +118,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     max_abs_error = getattr(result, "max_abs_error", None)
 
     mismatches = differences(schedule.predicted, figures) if args.check else []
+    rows = None
+    if getattr(schedule, "dram", None) is not None:
+        from mapsearch.report.dram_rows import dram_rows_check
+
+        rows = dram_rows_check(schedule)
+        if rows is not None and args.check:
+            mismatches += rows.mismatches
     if args.json:
         out = report_dict(figures, schedule.architecture, data_ok=data_ok, max_abs_error=max_abs_error)
         out = {"schedule": str(args.schedule), "mode": mode, **out}
+        if rows is not None:
+            out["dram_rows"] = rows.to_dict()
         if args.check:
             out["check"] = {
                 "ok": not mismatches,
@@ -130,6 +140,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         name = schedule.graph.name if hasattr(schedule, "graph") else schedule.workload.name
         title = f"{name} on {schedule.architecture.name}: replay of {args.schedule} ({mode} mode)"
         print(render_text(figures, schedule.architecture, title=title, data_ok=data_ok, max_abs_error=max_abs_error), end="")
+        if rows is not None:
+            print(rows.text(), end="")
         if args.check and not mismatches:
             print("check: the replay matches the predicted figures")
 
@@ -283,6 +295,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="energy per word on a link, e.g. 'L1->L0=1/2' (repeatable; links not given cost 1); for --objective energy",
     )
     solve.add_argument("--op-energy", metavar="X", help="energy per op call (default 0); for --objective energy")
+    solve.add_argument(
+        "--dram-rows",
+        metavar="MODE",
+        help="model the DRAM rows each transfer opens (the architecture needs a dram: entry; docs/dram.md): "
+        "tiebreak: fewest rows among the best schedules; before-words: time, then rows, then words; off (default)",
+    )
+    solve.add_argument("--max-dram-rows", metavar="N", type=int, help="require at most N DRAM row openings")
+    solve.add_argument("--dram-layouts", metavar="FILE.yaml",
+                       help="fix tensors' DRAM layouts (a 'layouts:' mapping as for trace); the others are chosen")
     solve.set_defaults(func=_cmd_solve)
 
     replay = sub.add_parser(

@@ -274,6 +274,23 @@ def layout_spec_from_dict(workload: Workload, tensor: str, data: object, field: 
     return LayoutSpec(kind, order, tile, slice_axes, align, base)
 
 
+def layout_spec_to_dict(workload: Workload, tensor: str, spec: LayoutSpec) -> dict[str, object]:
+    """The inverse of :func:`layout_spec_from_dict`: axes by their index text."""
+    names = axis_names(workload, tensor)
+    out: dict[str, object] = {"kind": spec.kind}
+    if spec.order:
+        out["order"] = [names[a] for a in spec.order]
+    if spec.kind == TILED:
+        out["tile"] = {names[a]: e for a, e in spec.tile}
+    if spec.kind == ROW_ALIGNED:
+        out["slice"] = spec.slice_axes
+    if spec.align is not None:
+        out["align"] = spec.align
+    if spec.base is not None:
+        out["base"] = spec.base
+    return out
+
+
 def layouts_from_dict(workload: Workload, dram: DramSpec, data: Mapping[str, object] | None) -> Layouts:
     """:class:`Layouts` from ``{tensor: layout mapping}``; LayoutError names the field."""
     specs = {}

@@ -52,7 +52,10 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     if not isinstance(raw_layouts, Mapping):
         raise _err(source, "layouts", f"expected a mapping tensor -> layout, got {raw_layouts!r}")
     try:
-        layouts = layouts_from_dict(schedule.workload, dram, raw_layouts)
+        if "layouts" not in data and schedule.dram is not None:
+            layouts = Layouts(schedule.workload, dram, dict(schedule.dram.layouts))  # the solver's choice
+        else:
+            layouts = layouts_from_dict(schedule.workload, dram, raw_layouts)
     except LayoutError as e:
         raise _err(source, e.field, e.detail) from None
     order = data.get("element_order", "layout")

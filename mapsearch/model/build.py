@@ -15,12 +15,14 @@ from ortools.sat.python import cp_model
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
+from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
 from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
 from mapsearch.model.tiles import add_tile_choices
+from mapsearch.model.traffic import UNIT
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.solve.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.solve.options import SolveOptions
@@ -33,7 +35,9 @@ def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], b
     return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor)
 
 
-def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, DimChains], frozenset[str]]:
+def dimension_chains(p: Problem, constraints: Constraints,
+                     unit_dims: frozenset[str] = frozenset()) -> tuple[dict[str, DimChains], frozenset[str]]:
+    """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py)."""
     w, arch = p.workload, p.architecture
     pinned = pinned_dims(w)
     J = p.depth
@@ -56,7 +60,7 @@ def dimension_chains(p: Problem, constraints: Constraints) -> tuple[dict[str, Di
         if d not in pinned:
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
-        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims}))
+        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims} | ({UNIT} if d in unit_dims else set())))
         chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned,
                                 meshed_level(p), max_factor(p))
         if len(chains) == 0:
@@ -97,11 +101,17 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time."""
-    enc = build_stage(p, constraints, cp_model.CpModel())
+    layouts = dict(options.dram_layouts)
+    unit_dims = unit_dims_needed(p, layouts) if options.models_dram_rows else frozenset()
+    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
     _add_min_utilization(enc, options)
+    if options.models_dram_rows:
+        enc.rows = add_row_openings(enc, layouts)
+        if options.max_dram_rows is not None:
+            add_max_row_openings(enc, enc.rows, options.max_dram_rows)
     return enc
 
 
@@ -111,14 +121,15 @@ def clock_scale(arch) -> int:
     return scale_of(costs)
 
 
-def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel) -> Encoding:
+def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
+                unit_dims: frozenset[str] = frozenset()) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
     einsum (:func:`build`) or a fused group (:mod:`mapsearch.model.fusion`).
     """
     check_supported(p)
-    chains, pinned = dimension_chains(p, constraints)
+    chains, pinned = dimension_chains(p, constraints, unit_dims)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p))
     _check_homes_fit(enc)

@@ -9,7 +9,7 @@ from ortools.sat.python import cp_model
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import decode_order
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
-from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
+from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
 
 
 def value(solver: cp_model.CpSolver, q: Q | object) -> int:
@@ -33,7 +33,19 @@ def decode(enc: Encoding, solver: cp_model.CpSolver) -> Schedule:
         spatial = spatial_splits(enc, solver) if j == enc.spatial_level else ()
         levels.append(LevelMapping(arch.levels[j].name, tile, decode_order(before, j, dims), keep, spatial))
     homes = tuple((t, arch.levels[p.home(t)].name) for t in w.tensor_names)
-    return Schedule(w, arch, tuple(levels), homes, predicted_figures(enc, solver))
+    return Schedule(w, arch, tuple(levels), homes, predicted_figures(enc, solver), dram_plan(enc, solver))
+
+
+def dram_plan(enc: Encoding, solver: cp_model.CpSolver) -> DramPlan | None:
+    """The chosen layout and predicted row openings per DRAM tensor (model/dram_rows.py), if modelled."""
+    rows = enc.rows
+    if rows is None:
+        return None
+    layouts = []
+    for t, cands in rows.candidates.items():
+        chosen = [c for c, lit in zip(cands, rows.chosen[t]) if _holds(solver, lit)]
+        layouts.append((t, chosen[0].spec))
+    return DramPlan(tuple(layouts), "layout", tuple((t, value(solver, q)) for t, q in rows.openings.items()))
 
 
 def spatial_splits(enc: Encoding, solver: cp_model.CpSolver) -> tuple[SpatialSplit, ...]:

@@ -69,6 +69,7 @@ class Encoding:
     link_tensor_down_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)  # per link copy (time)
     link_tensor_up_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)
     busiest_calls: Q | None = None
+    rows: object = None  # model/dram_rows.RowTerms when DRAM rows are modelled
 
     def name(self, stem: str) -> str:
         self.counter += 1

@@ -65,8 +65,7 @@ def add_link_words(enc: Encoding) -> None:
             up_time: list[Q] = []
             if a > home:
                 for i in range(a, J + 1):
-                    through = enc.bool_and([enc.kept[(t, i)]] + [negate(enc.kept[(t, j)]) for j in range(a, i)],
-                                           f"through_{t}_{a}_{i}")
+                    through = through_literal(enc, t, a, i)
                     if through is False:
                         continue
                     words = region_words(enc, t, i, views(enc, t, i, a, "words"))
@@ -82,10 +81,8 @@ def add_link_words(enc: Encoding) -> None:
                     # Every instance that is not grouped with others (for in-network
                     # reduction) creates each region of its share as zeros once.
                     seen = views(enc, t, i, a, "back")
-                    alone = [enc.select(_is_rep(seen.get(d)), Q.const(1), enc.factor[d], f"alone_{t}_{d}")
-                             for d in split_dims(enc) if d not in relevant]
                     stored = region_words(enc, t, i, seen)
-                    back = _minus(stored, enc.product([Q.const(size)] + alone, f"first_visits_{t}_{a}_{i}"))
+                    back = _minus(stored, first_visits(enc, t, i, seen))
                     if per_copy:
                         owned = enc.product([_owned(enc, t, d) for d in w.dims if d in relevant], f"owned_{t}")
                         back_time = _minus(busiest, owned)
@@ -97,6 +94,71 @@ def add_link_words(enc: Encoding) -> None:
             enc.link_tensor_up[(t, a)] = enc.total(up)
             enc.link_tensor_down_busiest[(t, a)] = enc.total(down_time)
             enc.link_tensor_up_busiest[(t, a)] = enc.total(up_time)
+
+
+def through_literal(enc: Encoding, t: str, a: int, i: int):
+    """``through[X, a, i]``: ``X``'s loads into level ``i`` cross the link into ``a``."""
+    key = ("through", t, a, i)
+    if key not in enc.cache:
+        enc.cache[key] = enc.bool_and([enc.kept[(t, i)]] + [negate(enc.kept[(t, j)]) for j in range(a, i)],
+                                      f"through_{t}_{a}_{i}")
+    return enc.cache[key]
+
+
+def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset[str] = frozenset()) -> Q:
+    """What the first visits of output ``t``'s level-``i`` regions measure (they create zeros, load nothing).
+
+    Each instance not grouped with others for in-network reduction creates
+    each region of its share once. In words that is ``|X| * prod(alone_d)``;
+    under ``unit_dims`` (see :func:`region_words`) every region counts
+    ``prod_{d not in unit_dims} f_d(x_d)``, summed over the level-``i`` pieces:
+    ``prod_d piece_sum(d, f_d, i) * prod(alone_d)``.
+    """
+    from mapsearch.model.problem import footprint
+    from mapsearch.model.spatial import split_dims
+    from mapsearch.model.tiles import piece_sum
+    from mapsearch.model.traffic import UNIT
+
+    w = enc.problem.workload
+    relevant = w.tensor(t).dims
+    alone = [enc.select(_is_rep(seen.get(d)), Q.const(1), enc.factor[d], f"alone_{t}_{d}")
+             for d in split_dims(enc) if d not in relevant]
+    if not unit_dims:
+        regions = Q.const(w.tensor_words(t))
+    else:
+        view = lambda d: seen.get(d) if isinstance(seen.get(d), str) else None  # noqa: E731 (relevant: "sum")
+        regions = enc.product([piece_sum(enc, d, UNIT if d in unit_dims else footprint(w.tensor(t), d, w), i, view(d))
+                               for d in w.dims if d in relevant], f"first_regions_{t}_L{i}")
+    return enc.product([regions] + alone, f"first_visits_{t}_L{i}")
+
+
+def link_measure(enc: Encoding, t: str, a: int, unit_dims: frozenset[str]) -> tuple[Q, Q]:
+    """``(down, up)`` of :func:`add_link_words` measured under ``unit_dims`` (:func:`region_words`).
+
+    Summed over all copies of the link (the ``"words"`` and ``"back"``
+    views), which is what crosses a link above the meshed level.
+    """
+    from mapsearch.model.spatial import views
+
+    p = enc.problem
+    down: list[Q] = []
+    up: list[Q] = []
+    if a <= p.home(t):
+        return Q.const(0), Q.const(0)
+    for i in range(a, p.depth + 1):
+        through = through_literal(enc, t, a, i)
+        if through is False:
+            continue
+        moved = enc.select(through, region_words(enc, t, i, views(enc, t, i, a, "words"), unit_dims), Q.const(0),
+                           f"cross_{t}_{a}_{i}_measure")
+        if not p.workload.is_output(t):
+            down.append(moved)
+            continue
+        up.append(moved)
+        seen = views(enc, t, i, a, "back")
+        back = _minus(region_words(enc, t, i, seen, unit_dims), first_visits(enc, t, i, seen, unit_dims))
+        down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}_measure"))
+    return enc.total(down), enc.total(up)
 
 
 def _is_rep(view):

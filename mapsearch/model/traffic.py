@@ -31,6 +31,9 @@ indices partition the output at every level).
 
 from __future__ import annotations
 
+import math
+
+from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
 from mapsearch.model.problem import footprint
@@ -46,8 +49,19 @@ def view_key(view: View) -> object:
     return ("lit", view.index)
 
 
-def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | None = None) -> Q:
+UNIT: Footprint = (0, 1)  # one per piece, whatever its extent
+
+
+def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | None = None,
+                 unit_dims: frozenset[str] = frozenset()) -> Q:
     """``words(X, i)`` above, as an exact quantity.
+
+    ``unit_dims`` measures a region by something other than its words: a
+    dimension in it counts one per piece instead of its footprint, so the
+    result is the sum over region changes of ``prod_{d not in unit_dims}
+    f_d(x_d)``. With the dimensions of a DRAM slice's inner axes as
+    ``unit_dims`` that is the number of slices (rows) each transfer touches
+    (model/dram_rows.py). The chains must carry the ``(0, 1)`` footprint.
 
     ``views[d]`` says how dimension ``d``'s pieces are seen below a spatial
     split (docs/spatial.md): ``"sum"`` over instances, ``"rep"`` for the
@@ -56,7 +70,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     """
     w = enc.problem.workload
     views = views or {}
-    key = (tensor, i, tuple((d, view_key(views.get(d))) for d in w.dims))
+    key = (tensor, i, tuple((d, view_key(views.get(d))) for d in w.dims), unit_dims)
     if key in enc.words:
         return enc.words[key]
     access = w.tensor(tensor)
@@ -65,7 +79,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     if not relevant:  # a scalar: one load of one word
         enc.words[key] = Q.const(w.tensor_words(tensor))
         return enc.words[key]
-    fp = {d: footprint(access, d, w) for d in relevant}
+    fp = {d: UNIT if d in unit_dims else footprint(access, d, w) for d in relevant}
 
     def seen(d: str, get) -> Q:
         v = views.get(d)
@@ -119,7 +133,10 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         # Every region is visited, so a tensor with plain axes moves at least its own size
         # (the representative instance of a split sees only its share: no floor then).
         split = any(views.get(d) is not None for d in w.dims)
-        floor = w.tensor_words(tensor) if all(ix.is_plain for ix in access.indices) and not split else 0
+        # (A measure counts at least one per distinct value of its measured axes.)
+        plain = all(ix.is_plain for ix in access.indices) and not split
+        floor = (w.tensor_words(tensor) if not unit_dims else
+                 math.prod(w.extent[d] for d in relevant if d not in unit_dims)) if plain else 0
         v = enc.model.new_int_var(max(result.lo, floor), max(result.hi, floor), f"words_{tensor}_L{i}")
         enc.model.add(v == result.expr)
         result = Q(v, result.lo, result.hi)

@@ -36,7 +36,7 @@ from typing import Any, Mapping
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
-from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
+from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
 from mapsearch.spec.load import (
     _architecture,
     _note,
@@ -124,7 +124,43 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
     }
     if schedule.predicted is not None:
         out["predicted"] = figures_to_dict(schedule.predicted)
+    if schedule.dram is not None:
+        out["dram"] = dram_plan_to_dict(schedule)
     return out
+
+
+def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
+    from mapsearch.dram.layout import layout_spec_to_dict
+
+    plan = schedule.dram
+    out: dict[str, Any] = {"layouts": {t: layout_spec_to_dict(schedule.workload, t, spec) for t, spec in plan.layouts},
+                           "element_order": plan.element_order}
+    if plan.row_openings is not None:
+        out["predicted"] = {"row_openings": dict(plan.row_openings)}
+    return out
+
+
+def dram_plan_from_dict(data: Mapping[str, Any], workload, source: str) -> DramPlan:
+    from mapsearch.dram.layout import LayoutError, layout_spec_from_dict
+    from mapsearch.errors import SpecError
+
+    layouts = []
+    for t, raw in (data.get("layouts") or {}).items():
+        if t not in workload.tensor_names:
+            raise SpecError(source, f"dram.layouts.{t}", "", None,
+                            detail=f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
+        try:
+            layouts.append((t, layout_spec_from_dict(workload, t, raw, f"dram.layouts.{t}")))
+        except LayoutError as e:
+            raise SpecError(source, e.field, "", None, detail=e.detail) from None
+    openings = (data.get("predicted") or {}).get("row_openings")
+    if openings is not None:
+        for t in openings:
+            if t not in workload.tensor_names:
+                raise SpecError(source, f"dram.predicted.row_openings.{t}", "", None,
+                                detail=f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
+        openings = tuple((t, int(n)) for t, n in openings.items())
+    return DramPlan(tuple(layouts), data.get("element_order", "layout"), openings)
 
 
 def _pretty(value: Any, indent: int = 0, width: int = 100) -> str:
@@ -226,7 +262,8 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
     )
     homes = tuple((t, level) for t, level in data["homes"].items())
     predicted = figures_from_dict(data["predicted"], source) if "predicted" in data else None
-    schedule = Schedule(workload, architecture, levels, homes, predicted)
+    plan = dram_plan_from_dict(data["dram"], workload, source) if "dram" in data else None
+    schedule = Schedule(workload, architecture, levels, homes, predicted, plan)
     found = violations(schedule)
     if not found or not found[0].startswith("levels:"):
         # Shape first (one mapping per level); then names, which give exact paths.

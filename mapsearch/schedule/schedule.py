@@ -13,8 +13,9 @@ level holds it whole instead, and levels above its home never see it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from mapsearch.dram.layout import LayoutSpec
 from mapsearch.schedule.figures import Figures
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import Workload
@@ -52,12 +53,34 @@ class LevelMapping:
 
 
 @dataclass(frozen=True)
+class DramPlan:
+    """How the schedule's tensors sit in DRAM and what the solver predicts of its rows (docs/dram.md).
+
+    ``layouts``: tensor -> layout (tensors not listed are row-major).
+    ``row_openings``: per tensor, the predicted number of DRAM rows its
+    transfers touch, each transfer counted on its own (a row touched by two
+    transfers counts twice): an upper bound on the row activations of the
+    stream when every transfer's elements go in address order
+    (``element_order`` ``"layout"``), and what the replay counts exactly.
+    """
+
+    layouts: tuple[tuple[str, LayoutSpec], ...] = ()
+    element_order: str = "layout"
+    row_openings: tuple[tuple[str, int], ...] | None = None
+
+    @property
+    def total_row_openings(self) -> int | None:
+        return None if self.row_openings is None else sum(n for _, n in self.row_openings)
+
+
+@dataclass(frozen=True)
 class Schedule:
     workload: Workload
     architecture: Architecture
     levels: tuple[LevelMapping, ...]
     homes: tuple[tuple[str, str], ...]  # tensor -> level name
     predicted: Figures | None = None
+    dram: DramPlan | None = None
 
     def home(self, tensor: str) -> int:
         """Index of the tensor's home level (default: the top)."""
@@ -78,4 +101,4 @@ class Schedule:
         return self.levels[level].tile_extents
 
     def with_predicted(self, figures: Figures | None) -> "Schedule":
-        return Schedule(self.workload, self.architecture, self.levels, self.homes, figures)
+        return replace(self, predicted=figures)

@@ -77,6 +77,7 @@ class AddressChunk(NamedTuple):
     addresses: np.ndarray  # int64 byte addresses, in stream order
     is_write: np.ndarray  # bool
     tensor: np.ndarray  # int8 index into the workload's tensor names
+    transfer: np.ndarray  # int64 index of the transfer each address belongs to (in stream order)
 
 
 # ---------------------------------------------------------------- transfers
@@ -314,7 +315,8 @@ class _Orders:
         return local
 
 
-def _addresses_of(batch: list[Transfer], orders: _Orders, layouts: Layouts, rank: dict[str, int]) -> AddressChunk:
+def _addresses_of(batch: list[Transfer], orders: _Orders, layouts: Layouts, rank: dict[str, int],
+                  first: int = 0) -> AddressChunk:
     sizes = np.array([tr.words for tr in batch], _I64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     total = int(offsets[-1])
@@ -334,7 +336,7 @@ def _addresses_of(batch: list[Transfer], orders: _Orders, layouts: Layouts, rank
             a = np.sort(a, axis=1)
         pos = offsets[np.array(idx)][:, None] + np.arange(local.shape[1], dtype=_I64)[None, :]
         addr[pos] = a
-    return AddressChunk(addr, write, tens)
+    return AddressChunk(addr, write, tens, np.repeat(np.arange(first, first + len(batch), dtype=_I64), sizes))
 
 
 def _layouts(schedule: Schedule, dram: DramSpec | None, layouts: object) -> tuple[DramSpec, Layouts]:
@@ -372,14 +374,16 @@ def address_chunks(
     rank = {t: n for n, t in enumerate(schedule.workload.tensor_names)}
     batch: list[Transfer] = []
     words = 0
+    done = 0  # transfers already yielded: a chunk always ends at a transfer's end
     for tr in dram_transfers(schedule, dram_level=dram_level, method=method):
         batch.append(tr)
         words += tr.words
         if words >= chunk:
-            yield _addresses_of(batch, orders, lay, rank)
+            yield _addresses_of(batch, orders, lay, rank, done)
+            done += len(batch)
             batch, words = [], 0
     if batch:
-        yield _addresses_of(batch, orders, lay, rank)
+        yield _addresses_of(batch, orders, lay, rank, done)
 
 
 def address_stream(schedule: Schedule, layouts: object = None, element_order: ElementOrder = LAYOUT, **kw) -> Iterator[tuple[int, bool]]:
@@ -406,7 +410,40 @@ def row_activations(
     return rb.stats()
 
 
+def row_openings(
+    schedule: Schedule,
+    dram: DramSpec | None = None,
+    layouts: object = None,
+    *,
+    dram_level: int = 0,
+    method: str = "auto",
+    chunk: int = CHUNK,
+) -> dict[str, int]:
+    """Per tensor: the distinct DRAM rows (bank and row) each transfer touches, summed over its transfers.
+
+    Counted on the address stream itself (every address decoded to its bank
+    and row), independent of the element order inside a transfer. With
+    transfers in address order it bounds the row activations from above
+    (docs/dram.md); the solver's ``row_openings`` prediction must equal it.
+    """
+    dram, lay = _layouts(schedule, dram, layouts)
+    names = schedule.workload.tensor_names
+    out = dict.fromkeys(names, 0)
+    for ch in address_chunks(schedule, lay, LAYOUT, dram=dram, dram_level=dram_level, method=method, chunk=chunk):
+        if not len(ch.addresses):
+            continue
+        bank, row = dram.bank_and_row(ch.addresses)
+        local = ch.transfer - ch.transfer[0]
+        key = (local * dram.n_banks + bank) * (int(row.max()) + 1) + row
+        _, first = np.unique(key, return_index=True)
+        per = np.bincount(ch.tensor[first].astype(_I64), minlength=len(names))
+        for n, t in enumerate(names):
+            out[t] += int(per[n])
+    return out
+
+
 __all__ = [
+    "row_openings",
     "Transfer",
     "AddressChunk",
     "dram_fed",

@@ -30,7 +30,8 @@ from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import save_schedule
 from mapsearch.sim.errors import SimulatorError
 from mapsearch.solve.constraints import Constraints, check_constraints, load_constraints
-from mapsearch.solve.options import OBJECTIVES, SolveOptions
+from mapsearch.solve.options import DRAM_ROWS, OBJECTIVES, SolveOptions
+from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, as_fraction
 from mapsearch.spec.load import load_problem
@@ -105,6 +106,15 @@ def options_from_args(args: argparse.Namespace, arch: Architecture) -> SolveOpti
         if x < 0:
             raise UsageError("--op-energy", "a number >= 0 (int, decimal or 'a/b')", args.op_energy)
         kwargs["op_energy"] = x
+    rows = getattr(args, "dram_rows", None)
+    if rows is not None:
+        if rows not in DRAM_ROWS:
+            raise UsageError("--dram-rows", "one of " + ", ".join(DRAM_ROWS), rows)
+        kwargs["dram_rows"] = rows
+    if getattr(args, "max_dram_rows", None) is not None:
+        if args.max_dram_rows < 0:
+            raise UsageError("--max-dram-rows", "an int >= 0", args.max_dram_rows)
+        kwargs["max_dram_rows"] = args.max_dram_rows
     if objective != "energy" and (kwargs["link_energy"] or "op_energy" in kwargs):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)
     return SolveOptions(**kwargs)
@@ -184,6 +194,35 @@ def _plain(value: object) -> str:
     return str(value)
 
 
+def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload, architecture) -> SolveOptions:
+    """``--dram-layouts FILE``: the ``layouts:`` mapping of a trace options file, fixed for the solve."""
+    from dataclasses import replace
+
+    path = getattr(args, "dram_layouts", None)
+    if not path:
+        return options
+    from mapsearch.dram.layout import LayoutError, layout_spec_from_dict
+    from mapsearch.errors import SpecError
+    from mapsearch.spec.load import read_yaml
+
+    data = read_yaml(path)
+    raw = data.get("layouts") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        raise SpecError(str(path), "layouts", "a mapping tensor -> layout", raw)
+    specs = []
+    for t, entry in raw.items():
+        if t not in workload.tensor_names:
+            raise SpecError(str(path), f"layouts.{t}", "", None,
+                            detail=f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
+        try:
+            specs.append((t, layout_spec_from_dict(workload, t, entry, f"layouts.{t}")))
+        except LayoutError as e:
+            raise SpecError(str(path), e.field, "", None, detail=e.detail) from None
+    if options.dram_rows == "off" and options.max_dram_rows is None:
+        options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
+    return replace(options, dram_layouts=tuple(specs))
+
+
 # --------------------------------------------------------------------------
 # The command.
 # --------------------------------------------------------------------------
@@ -209,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
             problem = Problem(workload, architecture, tuple(homes.items()))
             constraints = _constraints(args, problem)
             options = options_from_args(args, architecture)
+            options = _with_dram_layouts(args, options, workload, architecture)
             result = solve(problem, constraints, options)
     except InfeasibleError as e:
         raise _with_core(e) from e
@@ -234,15 +274,22 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_MISMATCH
 
     mismatches = differences(schedule.predicted, replayed.figures)
+    rows = dram_rows_check(schedule)
+    if rows is not None:
+        mismatches += rows.mismatches
     if args.json:
         report = solve_report_dict(result, replayed, mode=mode)
         if paths_note:
             report["compute_paths"] = paths_note
+        if rows is not None:
+            report["dram_rows"] = rows.to_dict()
         print(json.dumps(report, indent=2))
     else:
         if paths_note:
             print("\n".join(paths_note))
         print(render_solve_text(result, replayed, mode=mode), end="")
+        if rows is not None:
+            print(rows.text())
 
     code = EXIT_OK
     if mismatches:

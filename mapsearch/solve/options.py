@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from mapsearch.dram.layout import LayoutSpec
+
 OBJECTIVES = ("time", "words", "energy")
+DRAM_ROWS = ("off", "tiebreak", "before-words")
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,13 @@ class SolveOptions:
       - ``"words"``: fewest words, with ``utilization >= min_utilization`` if given;
       - ``"energy"``: ``sum(link_energy[link] * words on it) + op_energy * calls``,
         with ``utilization >= min_utilization`` if given.
+    ``dram_rows`` adds the DRAM row openings (model/dram_rows.py) as a phase:
+      - ``"off"`` (default): not modelled;
+      - ``"tiebreak"``: after the objective's phases (fewest rows among the best);
+      - ``"before-words"``: with ``objective="time"``, right after the time
+        (time, then rows, then words).
+    ``dram_layouts`` fixes a tensor's DRAM layout (the others are chosen);
+    ``max_dram_rows`` bounds the row openings (a constraint; implies the model).
     ``workers`` and ``seed`` make a run deterministic: the same input, workers
     and seed give the same schedule (CP-SAT with one worker, or with several
     and ``interleave_search``, is deterministic) — as long as the wall-clock
@@ -33,3 +43,10 @@ class SolveOptions:
     workers: int = 1
     seed: int = 0
     work_limit: float | None = None  # CP-SAT deterministic time per phase: same result under any load
+    dram_rows: str = "off"
+    dram_layouts: tuple[tuple[str, LayoutSpec], ...] = ()
+    max_dram_rows: int | None = None
+
+    @property
+    def models_dram_rows(self) -> bool:
+        return self.dram_rows != "off" or self.max_dram_rows is not None

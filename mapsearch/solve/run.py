@@ -107,7 +107,18 @@ _STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.
 
 
 def _objectives(enc: Encoding, options: SolveOptions) -> list[tuple[str, object, int]]:
-    """(name, linear expression, scale to undo) per phase."""
+    """(name, linear expression, scale to undo) per phase; the DRAM row openings where asked."""
+    phases = _main_objectives(enc, options)
+    if enc.rows is not None and options.dram_rows != "off":
+        rows = ("dram rows", enc.rows.total.expr, 1)
+        if options.dram_rows == "before-words" and options.objective == "time":
+            phases.insert(1, rows)
+        else:
+            phases.append(rows)
+    return phases
+
+
+def _main_objectives(enc: Encoding, options: SolveOptions) -> list[tuple[str, object, int]]:
     if options.objective == "time":
         return [("time", enc.time.expr, enc.scale), ("words", enc.words_total.expr, 1)]
     if options.objective == "words":

@@ -249,7 +249,7 @@ def test_top_tile_must_be_the_extent():
         (lambda d: d.update(version="1"), "version: expected 1 (the schedule format this mapsearch reads), got '1'"),
         (lambda d: d.update(format="other"), "format: expected 'mapsearch-schedule', got 'other'"),
         (lambda d: d.pop("levels"), "levels: missing; expected a list with one mapping per level"),
-        (lambda d: d.update(extra=1), "extra: unknown field; expected one of format, version, workload, architecture, levels, homes, predicted"),
+        (lambda d: d.update(extra=1), "extra: unknown field; expected one of format, version, workload, architecture, levels, homes, predicted, dram"),
         (lambda d: d["workload"]["extents"].pop("k"), "workload.extents.k: missing; the einsum uses dimension 'k' (expected int >= 1)"),
         (lambda d: d["workload"].update(einsum="Z[m,n] += "), "workload.einsum: expected 'name', got end of text (in 'Z[m,n] += ')"),
         (lambda d: d["workload"].update(homes={"A": "L1"}), "workload.homes: not allowed here; a schedule's homes are its top-level 'homes'"),

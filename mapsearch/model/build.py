@@ -99,10 +99,17 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     return best
 
 
-def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> Encoding:
-    """The whole model of one einsum: its stage, link times, capacity, time."""
+def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
+          unit_dims: frozenset[str] = frozenset()) -> Encoding:
+    """The whole model of one einsum: its stage, link times, capacity, time.
+
+    ``unit_dims``: dimensions whose chains also carry the one-per-piece
+    footprint, for callers that measure transfers by something other than
+    words (:func:`mapsearch.model.residency.link_measure`).
+    """
     layouts = dict(options.dram_layouts)
-    unit_dims = unit_dims_needed(p, layouts) if options.models_dram_rows else frozenset()
+    if options.models_dram_rows:
+        unit_dims = unit_dims | unit_dims_needed(p, layouts)
     enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims)
     add_link_times(enc)
     add_capacity(enc)

@@ -1,6 +1,9 @@
 """The Tensaurus kernels on sparse data: solve (dense, TeAAL mapping), replay on the nonzeros, check, compare.
 
     python examples/sparse/tensaurus.py
+
+The partitions here are built by hand; examples/sparse/partitioning.py writes
+them in the YAML (``I: [uniform_slice(8)]``) and lets the spec build them.
 """
 
 from __future__ import annotations

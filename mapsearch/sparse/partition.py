@@ -8,10 +8,19 @@ it to assign work (effectual products rooted at those nonzeros) to instances.
   ``N`` consecutive coordinates of ``axis`` (``ceil(extent / N)`` parts).
 - ``uniform_occupancy(t, N)``: parts of ``N`` consecutive nonzeros in rank
   order (the last part may hold fewer); a slice may be cut between parts.
+  ``uniform_occupancy(t, N, axis)``: TeAAL's ``uniform_occupancy(T.N)`` of one
+  rank (fibertree ``splitEqual``): each fiber of ``axis`` (the nonzeros that
+  share ``c_0..c_{axis-1}``) is cut into parts of ``N`` non-empty coordinates
+  of ``axis``; part ``p`` is the ``p``-th chunk of every fiber (for the top
+  rank: ``N`` consecutive non-empty slices per part).
 - ``uniform_slice(t, N, axis)``: the notebook's CISS partitioning: ``N``
   parts; whole slices (coordinates of ``axis``), visited in coordinate order,
   each given to the least-loaded part so far (ties: the lowest part), loads
   counted in nonzeros.
+
+A partition built from a TeAAL spec (:mod:`mapsearch.sparse.teaal_partition`)
+names the tensor it splits (``tensor``), so the replay can refuse a
+partition of another tensor than its driver.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ class Partition:
     part_of: np.ndarray  # (nnz,) part of each nonzero, in the tensor's COO order
     loads: np.ndarray  # (parts,) nonzeros per part
     axis: int = 0
+    tensor: str | None = None  # the tensor whose nonzeros are split (None: not checked by the replay)
 
     @property
     def imbalance(self) -> float:
@@ -56,11 +66,37 @@ def uniform_shape_parts(t: SparseTensor, parts: int, axis: int = 0) -> Partition
     return Partition(p.method, parts, p.part_of, np.bincount(p.part_of, minlength=parts).astype(np.int64), axis)
 
 
-def uniform_occupancy(t: SparseTensor, n: int) -> Partition:
+def uniform_occupancy(t: SparseTensor, n: int, axis: int | None = None) -> Partition:
+    """``axis`` None: ``N`` nonzeros per part (all ranks flattened); else ``N`` fiber elements of ``axis`` per part."""
     if n < 1:
         raise ValueError("uniform_occupancy(N) needs N >= 1")
-    parts = max(1, -(-t.nnz // n))
-    return _make(f"uniform_occupancy({n})", parts, np.arange(t.nnz, dtype=np.int64) // n, 0)
+    if axis is None:
+        parts = max(1, -(-t.nnz // n))
+        return _make(f"uniform_occupancy({n})", parts, np.arange(t.nnz, dtype=np.int64) // n, 0)
+    pos = _fiber_position(t, axis)
+    part_of = pos // n
+    return _make(f"uniform_occupancy({n})", int(part_of.max()) + 1 if t.nnz else 1, part_of, axis)
+
+
+def _fiber_position(t: SparseTensor, axis: int) -> np.ndarray:
+    """Per nonzero: the position of its ``axis`` coordinate among the non-empty ones of its fiber.
+
+    Relies on the COO order (lexicographic, axis order): a fiber of ``axis``
+    is a run of equal ``c_0..c_{axis-1}``, its elements runs of equal ``c_axis``.
+    """
+    if not 0 <= axis < t.ndim:
+        raise ValueError(f"axis {axis} out of range for a {t.ndim}-rank tensor")
+    c = t.coords
+    new_fiber = np.zeros(t.nnz, bool)
+    if t.nnz:
+        new_fiber[0] = True
+        for k in range(axis):
+            new_fiber[1:] |= c[k, 1:] != c[k, :-1]
+    new_elem = new_fiber.copy()
+    new_elem[1:] |= c[axis, 1:] != c[axis, :-1]
+    elem = np.cumsum(new_elem) - 1  # global index of the nonzero's element (c_0..c_axis)
+    fiber = np.cumsum(new_fiber) - 1
+    return (elem - elem[np.flatnonzero(new_fiber)][fiber]).astype(np.int64)
 
 
 def uniform_occupancy_parts(t: SparseTensor, parts: int) -> Partition:

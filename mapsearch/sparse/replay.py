@@ -284,12 +284,16 @@ def _ravel(coords_by_dim: Mapping[str, np.ndarray], dims, extent) -> np.ndarray:
 
 
 def pick_driver(schedule: Schedule, formats: Mapping[str, Format]) -> str:
-    ins = [t.name for t in schedule.workload.einsum.inputs]
-    for t in ins:
+    return first_compressed([t.name for t in schedule.workload.einsum.inputs], formats)
+
+
+def first_compressed(inputs, formats: Mapping[str, Format]) -> str:
+    """The driver rule: the first input with a compressed format, else the first input."""
+    for t in inputs:
         f = formats.get(t)
         if f is not None and f.compressed:
             return t
-    return ins[0]
+    return inputs[0]
 
 
 def join(schedule: Schedule, tensors: Mapping[str, SparseTensor], driver: str) -> _Join:
@@ -509,6 +513,9 @@ def replay_sparse(schedule: Schedule, tensors: Mapping[str, SparseTensor], forma
     part_work = part_nnz = None
     busiest = eff
     if partition is not None:
+        if partition.tensor is not None and partition.tensor != driver:
+            raise ValueError(f"the partition splits {partition.tensor}'s nonzeros but the replay's driver is {driver}; "
+                             f"pass driver={partition.tensor!r} or partition {driver}")
         if len(partition.part_of) != tensors[driver].nnz:
             raise ValueError(f"the partition has {len(partition.part_of)} nonzeros; the driver {driver} has {tensors[driver].nnz}")
         part_work = np.bincount(partition.part_of, weights=jn.multiplicity, minlength=partition.parts).astype(_I64)

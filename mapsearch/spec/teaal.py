@@ -24,13 +24,26 @@ rejected with one line. Extents are keyed by lowercase dimension names.
 
 Mapping into mapsearch (decisions, see docs/fusion.md "Replay decisions"):
 
-- ``partitioning`` of an einsum (keyed by its output) with ``uniform_shape``
-  sizes ``N_1 > ... > N_n`` (outer first) for rank ``R`` names the loops
-  ``R_n .. R_0``; the ``p``-th size limits dimension ``r``'s tile at level
-  ``p`` below the top to exactly ``min(N_p, extent)``: a
-  :class:`~mapsearch.solve.constraints.TileLimit` with ``lo == hi``. Other
-  partitioning operators (``uniform_occupancy``, ``flatten``...) are recorded
-  in ``notes`` and ignored (they depend on sparsity).
+- ``partitioning`` of an einsum (keyed by its output): per rank ``R`` a list
+  of operators ``op_1 .. op_n`` (outer first) naming the loops ``R_n .. R_0``
+  (``op_p`` makes loop ``R_{n-p+1}``), kept in ``partition_ops`` as
+  :class:`PartitionOp`:
+
+  - ``uniform_shape(N)``: parts of ``N`` coordinates. The ``p``-th operator
+    limits dimension ``r``'s tile at level ``p`` below the top to exactly
+    ``min(N, extent)``: a :class:`~mapsearch.solve.constraints.TileLimit` with
+    ``lo == hi`` (its sizes are also in ``partitions``).
+  - ``uniform_occupancy(L.N)`` (TeAAL): parts of ``N`` non-empty coordinates of
+    ``R`` in each fiber of the leader ``L`` (an input of the einsum);
+  - ``uniform_slice(N)`` or ``uniform_slice(L.N)`` (the Tensaurus notebook):
+    ``N`` parts; whole slices of ``R`` to the least-loaded part (nonzeros).
+
+  The last two depend on the data: only as a rank's first operator (TeAAL
+  splits by occupancy before any other split); the dense solver leaves that
+  level's tile free (noted in ``notes``) and the sparse replay uses them
+  (:func:`mapsearch.sparse.teaal_partition.teaal_partition`). Other operators
+  (``flatten``, ``nway_shape``) are noted and ignored; a malformed
+  ``uniform_*`` operator is an error naming its field.
 - ``loop-order`` gives each level a fixed order: loop ``R_k`` of a rank split
   ``n`` times runs at level ``n - k + 1`` for ``k >= 1``; ``R_0`` and ranks
   never split run at the innermost level. Each level's order lists its loops
@@ -51,10 +64,13 @@ from mapsearch.errors import SpecError
 from mapsearch.spec.load import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, WorkloadGraph
 
-__all__ = ["TeaalSpec", "TeaalSyntaxError", "parse_expression", "teaal_from_dict", "load_teaal"]
+__all__ = ["PartitionOp", "TeaalSpec", "TeaalSyntaxError", "parse_expression", "teaal_from_dict", "load_teaal"]
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<int>\d+)|(?P<op>[\[\],*=+()\-/]))")
-_SHAPE = re.compile(r"^\s*uniform_shape\s*\(\s*(\d+)\s*\)\s*$")
+_OP_CALL = re.compile(r"^\s*(?P<kind>[A-Za-z_]\w*)\s*\((?P<args>.*)\)\s*$")
+_OP_ARGS = re.compile(r"^\s*(?:(?P<leader>[A-Za-z_]\w*)\s*\.\s*)?(?P<n>[+-]?\d+)\s*$")
+_OP_KINDS = ("uniform_shape", "uniform_occupancy", "uniform_slice")
+_OP_SYNTAX = "uniform_shape(N), uniform_occupancy(LEADER.N), uniform_slice(N) or uniform_slice(LEADER.N) with N >= 1"
 _LOOP = re.compile(r"^([A-Z][A-Z_]*?)(\d*)$")
 
 
@@ -124,6 +140,23 @@ def parse_expression(text: str) -> tuple[tuple[str, tuple[str, ...]], tuple[tupl
 
 
 @dataclass(frozen=True)
+class PartitionOp:
+    """One operator of a rank's ``partitioning`` list, as written."""
+
+    kind: str  # "uniform_shape", "uniform_occupancy" or "uniform_slice"
+    n: int  # shape: coordinates per part; occupancy: fiber elements per part; slice: number of parts
+    leader: str | None = None  # the tensor whose nonzeros decide the split (required for occupancy)
+
+    @property
+    def data_dependent(self) -> bool:
+        """Whether the split depends on where the nonzeros are (so only the sparse replay can apply it)."""
+        return self.kind != "uniform_shape"
+
+    def text(self) -> str:
+        return f"{self.kind}({self.leader + '.' if self.leader else ''}{self.n})"
+
+
+@dataclass(frozen=True)
 class TeaalSpec:
     """A parsed TeAAL specification: the chain and what its mapping says."""
 
@@ -134,6 +167,8 @@ class TeaalSpec:
     space: dict[str, tuple[str, ...]] = field(default_factory=dict)  # output -> space loop names (spatial hints)
     time: dict[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # output -> dim -> every operator, outer first (``partitions`` keeps only the uniform_shape sizes)
+    partition_ops: dict[str, dict[str, tuple[PartitionOp, ...]]] = field(default_factory=dict)
 
     def einsum_index(self, output: str) -> int:
         return [e.output.name for e in self.graph.einsums].index(output)
@@ -147,6 +182,14 @@ class TeaalSpec:
                 dims.setdefault(m.group(1).lower(), None)
         return tuple(dims)
 
+    def space_loops(self, output: str) -> tuple[tuple[str, int | None], ...]:
+        """The ``space`` loops of the einsum writing ``output`` as ``(dim, k)`` (``k`` None: unsplit loop name)."""
+        out = []
+        for loop in self.space.get(output, ()):
+            m = _LOOP.match(loop)
+            out.append((m.group(1).lower(), int(m.group(2)) if m.group(2) else None))
+        return tuple(out)
+
     def constraints(self, architecture) -> tuple:
         """One :class:`~mapsearch.solve.constraints.Constraints` per einsum (graph order), for ``architecture``."""
         from mapsearch.solve.constraints import Constraints, TileLimit
@@ -157,14 +200,16 @@ class TeaalSpec:
         out = []
         for e in self.graph.einsums:
             o = e.output.name
-            parts = self.partitions.get(o, {})
+            parts = self.partition_ops.get(o, {})
             tiles = []
-            for d, sizes in parts.items():
-                if len(sizes) > depth - 1:
+            for d, ops in parts.items():
+                if len(ops) > depth - 1:
                     raise SpecError(architecture.name, f"partitioning.{o}.{d.upper()}",
-                                    "", detail=f"{len(sizes)} partitions need {len(sizes) + 1} levels; {architecture.name} has {depth}")
-                for p, n in enumerate(sizes, start=1):
-                    v = min(n, ext[d])
+                                    "", detail=f"{len(ops)} partitions need {len(ops) + 1} levels; {architecture.name} has {depth}")
+                for p, op in enumerate(ops, start=1):
+                    if op.data_dependent:  # its tile follows the data: left to the solver, applied by the sparse replay
+                        continue
+                    v = min(op.n, ext[d])
                     tiles.append(TileLimit(names[p], d, v, v))
             orders: dict[int, list[str]] = {}
             for d, k in self.loop_order.get(o, ()):
@@ -264,36 +309,10 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
         if sorted(ranks) != sorted(decl[t]):
             raise _note(source, fld, f"expected a permutation of {list(decl[t])}, got {list(ranks)}")
         rank_order[t] = ranks
-    partitions: dict[str, dict[str, tuple[int, ...]]] = {}
-    for o, per_rank in (mapping.get("partitioning") or {}).items():
-        fld = f"mapping.partitioning.{o}"
-        if o not in outputs:
-            raise _note(source, fld, f"unknown einsum; expected an output of {', '.join(outputs)}")
-        if not isinstance(per_rank, Mapping):
-            raise _error(source, fld, "a mapping RANK -> [uniform_shape(N), ...]", per_rank)
-        dims = outputs[o].dims
-        for r, ops in per_rank.items():
-            rf = join_path([r], fld)
-            d = str(r).lower()
-            if d not in dims:
-                notes.append(f"{rf}: {r} is not a rank of the einsum writing {o}; ignored")
-                continue
-            if not isinstance(ops, list):
-                raise _error(source, rf, "a list of partitioning operators", ops)
-            sizes = []
-            for q, op in enumerate(ops):
-                m = _SHAPE.match(str(op))
-                if not m:
-                    notes.append(f"{rf}[{q}]: {op} is not uniform_shape(N); ignored (only dense tile shapes are modelled)")
-                    continue
-                n = int(m.group(1))
-                if n < 1:
-                    raise _error(source, f"{rf}[{q}]", "uniform_shape(N) with N >= 1", op)
-                if sizes and n > sizes[-1]:
-                    raise _note(source, f"{rf}[{q}]", f"uniform_shape({n}) must not exceed the outer shape {sizes[-1]}")
-                sizes.append(n)
-            if sizes:
-                partitions.setdefault(o, {})[d] = tuple(sizes)
+    partition_ops = _partitioning(mapping.get("partitioning") or {}, outputs, source, notes)
+    partitions = {o: {d: tuple(op.n for op in ops if not op.data_dependent) for d, ops in per.items()
+                      if any(not op.data_dependent for op in ops)} for o, per in partition_ops.items()}
+    partitions = {o: per for o, per in partitions.items() if per}
     loop_order: dict[str, tuple[tuple[str, int | None], ...]] = {}
     for o, loops in (mapping.get("loop-order") or {}).items():
         fld = f"mapping.loop-order.{o}"
@@ -302,9 +321,9 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
         loops = _upper_list(loops, source, fld)
         parsed = []
         for loop in loops:
-            d, k = _loop(loop, outputs[o].dims, partitions.get(o, {}), source, fld)
+            d, k = _loop(loop, outputs[o].dims, partition_ops.get(o, {}), source, fld)
             parsed.append((d, k))
-        levels = [_loop_level(d, k, partitions.get(o, {})) for d, k in parsed]
+        levels = [_loop_level(d, k, partition_ops.get(o, {})) for d, k in parsed]
         if any(a > b for a, b in zip(levels, levels[1:])):
             notes.append(f"{fld}: the order interleaves levels; projected per level")
         loop_order[o] = tuple(parsed)
@@ -318,12 +337,83 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
         for key, target in (("space", space), ("time", time)):
             loops = _upper_list(st.get(key, []) or [], source, f"{fld}.{key}") if st.get(key) else ()
             for loop in loops:
-                _loop(loop, outputs[o].dims, partitions.get(o, {}), source, f"{fld}.{key}")
+                _loop(loop, outputs[o].dims, partition_ops.get(o, {}), source, f"{fld}.{key}")
             target[o] = tuple(loops)
-    return TeaalSpec(graph, rank_order, partitions, loop_order, space, time, tuple(notes))
+    return TeaalSpec(graph, rank_order, partitions, loop_order, space, time, tuple(notes), partition_ops)
 
 
-def _loop(loop: str, dims, parts: Mapping[str, tuple[int, ...]], source: str, fld: str) -> tuple[str, int | None]:
+def _partitioning(section: object, outputs: Mapping[str, Einsum], source: str,
+                  notes: list[str]) -> dict[str, dict[str, tuple[PartitionOp, ...]]]:
+    """``mapping.partitioning`` -> output -> dim -> operators (outer first), validated."""
+    if not isinstance(section, Mapping):
+        raise _error(source, "mapping.partitioning", "a mapping OUTPUT -> {RANK: [operators]}", section)
+    out: dict[str, dict[str, tuple[PartitionOp, ...]]] = {}
+    for o, per_rank in section.items():
+        fld = f"mapping.partitioning.{o}"
+        if o not in outputs:
+            raise _note(source, fld, f"unknown einsum; expected an output of {', '.join(outputs)}")
+        if not isinstance(per_rank, Mapping):
+            raise _error(source, fld, "a mapping RANK -> [uniform_shape(N), ...]", per_rank)
+        einsum = outputs[o]
+        for r, ops in per_rank.items():
+            rf = join_path([r], fld)
+            d = str(r).lower()
+            if d not in einsum.dims:
+                notes.append(f"{rf}: {r} is not a rank of the einsum writing {o}; ignored")
+                continue
+            if not isinstance(ops, list):
+                raise _error(source, rf, "a list of partitioning operators", ops)
+            parsed: list[PartitionOp] = []
+            for q, text in enumerate(ops):
+                op = _operator(text, einsum, d, source, f"{rf}[{q}]", notes)
+                if op is None:
+                    continue
+                if op.data_dependent and parsed:
+                    raise _note(source, f"{rf}[{q}]", f"{op.text()} must be the first operator of rank {r} "
+                                "(TeAAL splits a rank by its nonzeros before any other split)")
+                shapes = [p.n for p in parsed if not p.data_dependent]
+                if not op.data_dependent and shapes and op.n > shapes[-1]:
+                    raise _note(source, f"{rf}[{q}]", f"uniform_shape({op.n}) must not exceed the outer shape {shapes[-1]}")
+                if op.data_dependent:
+                    notes.append(f"{rf}[{q}]: {op.text()} depends on the data: the dense solver leaves this level's "
+                                 f"tile of {d} free; the sparse replay applies it (mapsearch.sparse.teaal_partition)")
+                parsed.append(op)
+            if parsed:
+                out.setdefault(o, {})[d] = tuple(parsed)
+    return out
+
+
+def _operator(text: object, einsum: Einsum, d: str, source: str, fld: str, notes: list[str]) -> PartitionOp | None:
+    """One operator; None (noted) for TeAAL operators mapsearch does not model (flatten, nway_shape)."""
+    m = _OP_CALL.match(str(text)) if isinstance(text, str) else None
+    if m is None or not m.group("kind").startswith("uniform_"):
+        if m is None:
+            raise _error(source, fld, _OP_SYNTAX, text)
+        notes.append(f"{fld}: {text} is not one of {', '.join(_OP_KINDS)}; ignored")
+        return None
+    kind = m.group("kind")
+    if kind not in _OP_KINDS:
+        raise _note(source, fld, f"unknown operator {kind}; expected {_OP_SYNTAX}")
+    a = _OP_ARGS.match(m.group("args"))
+    if a is None or int(a.group("n")) < 1:
+        raise _error(source, fld, _OP_SYNTAX, text)
+    leader, n = a.group("leader"), int(a.group("n"))
+    if kind == "uniform_shape" and leader:
+        raise _note(source, fld, f"{text}: uniform_shape(N) takes no leader (it splits coordinates, not nonzeros)")
+    if kind == "uniform_occupancy" and not leader:
+        raise _note(source, fld, f"{text}: expected uniform_occupancy(LEADER.N), e.g. uniform_occupancy(A.{n}): "
+                    "the leader's nonzeros are counted")
+    if leader is not None:
+        inputs = {t.name: t for t in einsum.inputs}
+        if leader not in inputs:
+            raise _note(source, fld, f"{text}: leader {leader} is not an input of {einsum.output.name}'s einsum; "
+                        f"expected one of {', '.join(inputs)}")
+        if d not in inputs[leader].dims_in_order():
+            raise _note(source, fld, f"{text}: leader {leader} has no rank {d.upper()}")
+    return PartitionOp(kind, n, leader)
+
+
+def _loop(loop: str, dims, parts: Mapping[str, tuple[PartitionOp, ...]], source: str, fld: str) -> tuple[str, int | None]:
     m = _LOOP.match(loop)
     if not m:
         raise _note(source, fld, f"loop {loop!r} is not RANK or RANK<k>")

@@ -9,6 +9,7 @@ capacity -> compute -> user constraints -> time.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Mapping
 
 from ortools.sat.python import cp_model
 
@@ -36,8 +37,10 @@ def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], b
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
-                     unit_dims: frozenset[str] = frozenset()) -> tuple[dict[str, DimChains], frozenset[str]]:
-    """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py)."""
+                     unit_dims: frozenset[str] = frozenset(),
+                     extra_footprints: Mapping[str, tuple] | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
+    """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
+    and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver)."""
     w, arch = p.workload, p.architecture
     pinned = pinned_dims(w)
     J = p.depth
@@ -60,7 +63,8 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if d not in pinned:
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
-        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims} | ({UNIT} if d in unit_dims else set())))
+        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims} | ({UNIT} if d in unit_dims else set())
+                           | set((extra_footprints or {}).get(d, ()))))
         chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned,
                                 meshed_level(p), max_factor(p))
         if len(chains) == 0:
@@ -100,17 +104,18 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
-          unit_dims: frozenset[str] = frozenset()) -> Encoding:
+          unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time.
 
     ``unit_dims``: dimensions whose chains also carry the one-per-piece
     footprint, for callers that measure transfers by something other than
-    words (:func:`mapsearch.model.residency.link_measure`).
+    words (:func:`mapsearch.model.residency.link_measure`);
+    ``extra_footprints[d]``: more footprints for ``d``'s chains (same use).
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
         unit_dims = unit_dims | unit_dims_needed(p, layouts)
-    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims)
+    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
@@ -129,14 +134,14 @@ def clock_scale(arch) -> int:
 
 
 def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
-                unit_dims: frozenset[str] = frozenset()) -> Encoding:
+                unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
     einsum (:func:`build`) or a fused group (:mod:`mapsearch.model.fusion`).
     """
     check_supported(p)
-    chains, pinned = dimension_chains(p, constraints, unit_dims)
+    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p))
     _check_homes_fit(enc)

@@ -32,7 +32,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta
+Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta; or a table_footprint
+
+
+def table_footprint(name: str, values) -> tuple:
+    """A per-piece measure given by value: ``f(x) = values[x]`` (integers, ``x`` the piece extent).
+
+    Usable wherever an affine footprint is: the chains carry its sums and
+    still sums and prune on them, so chains that differ only in it both
+    survive. Spelled ``(-1, name, values)`` so footprints stay sortable
+    tuples (an affine footprint has two entries). Used by the sparse solver
+    (mapsearch/sparse/solve.py) for expected fiber counts, which are not
+    affine in the extent.
+    """
+    return (-1, str(name), tuple(int(v) for v in values))
+
+
+def footprint_values(f, size: np.ndarray) -> np.ndarray:
+    """``f(size)`` for an affine footprint ``(alpha, beta)`` or a :func:`table_footprint`."""
+    if len(f) == 3:
+        return np.asarray(f[2], dtype=np.int64)[size]
+    return f[0] * size + f[1]
 
 # Chains enumerated before pruning; above this, levels draw from reduced
 # candidate families (see _families) and the result says so.
@@ -203,8 +223,7 @@ def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
             level.append((rem, count * (rem > 0)))
         pieces.append([(t, full_count)] + level)
 
-    def f_of(f: Footprint, size: np.ndarray) -> np.ndarray:
-        return f[0] * size + f[1]
+    f_of = footprint_values
 
     counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
     sums = {f: np.stack([sum(c * f_of(f, s) for s, c in lv) for lv in pieces], axis=1) for f in footprints}
@@ -281,8 +300,7 @@ def _instance_views(q: dict, pieces, s: int, part: np.ndarray, factor: np.ndarra
     split = factor > 1
     parent = np.full(rows, q["extent"], dtype=np.int64) if s == 1 else tiles[:, s - 2]
 
-    def f_of(f, size):
-        return f[0] * size + f[1]
+    f_of = footprint_values
 
     # The pieces of one part, levels s..J (index 0 is the part itself).
     part_pieces = [[(part, np.ones(rows, dtype=np.int64))]]

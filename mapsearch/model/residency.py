@@ -105,7 +105,8 @@ def through_literal(enc: Encoding, t: str, a: int, i: int):
     return enc.cache[key]
 
 
-def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset[str] = frozenset()) -> Q:
+def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset[str] = frozenset(),
+                 footprints: dict | None = None) -> Q:
     """What the first visits of output ``t``'s level-``i`` regions measure (they create zeros, load nothing).
 
     Each instance not grouped with others for in-network reduction creates
@@ -123,17 +124,20 @@ def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset
     relevant = w.tensor(t).dims
     alone = [enc.select(_is_rep(seen.get(d)), Q.const(1), enc.factor[d], f"alone_{t}_{d}")
              for d in split_dims(enc) if d not in relevant]
-    if not unit_dims:
+    if not unit_dims and not footprints:
         regions = Q.const(w.tensor_words(t))
     else:
         view = lambda d: seen.get(d) if isinstance(seen.get(d), str) else None  # noqa: E731 (relevant: "sum")
-        regions = enc.product([piece_sum(enc, d, UNIT if d in unit_dims else footprint(w.tensor(t), d, w), i, view(d))
-                               for d in w.dims if d in relevant], f"first_regions_{t}_L{i}")
+        fp = {d: UNIT if d in unit_dims else footprint(w.tensor(t), d, w) for d in relevant}
+        fp.update({d: f for d, f in (footprints or {}).items() if d in fp})
+        regions = enc.product([piece_sum(enc, d, fp[d], i, view(d)) for d in w.dims if d in relevant],
+                              f"first_regions_{t}_L{i}")
     return enc.product([regions] + alone, f"first_visits_{t}_L{i}")
 
 
-def link_measure(enc: Encoding, t: str, a: int, unit_dims: frozenset[str]) -> tuple[Q, Q]:
-    """``(down, up)`` of :func:`add_link_words` measured under ``unit_dims`` (:func:`region_words`).
+def link_measure(enc: Encoding, t: str, a: int, unit_dims: frozenset[str],
+                 footprints: dict | None = None) -> tuple[Q, Q]:
+    """``(down, up)`` of :func:`add_link_words` measured under ``unit_dims`` and ``footprints`` (:func:`region_words`).
 
     Summed over all copies of the link (the ``"words"`` and ``"back"``
     views), which is what crosses a link above the meshed level.
@@ -149,14 +153,14 @@ def link_measure(enc: Encoding, t: str, a: int, unit_dims: frozenset[str]) -> tu
         through = through_literal(enc, t, a, i)
         if through is False:
             continue
-        moved = enc.select(through, region_words(enc, t, i, views(enc, t, i, a, "words"), unit_dims), Q.const(0),
+        moved = enc.select(through, region_words(enc, t, i, views(enc, t, i, a, "words"), unit_dims, footprints), Q.const(0),
                            f"cross_{t}_{a}_{i}_measure")
         if not p.workload.is_output(t):
             down.append(moved)
             continue
         up.append(moved)
         seen = views(enc, t, i, a, "back")
-        back = _minus(region_words(enc, t, i, seen, unit_dims), first_visits(enc, t, i, seen, unit_dims))
+        back = _minus(region_words(enc, t, i, seen, unit_dims, footprints), first_visits(enc, t, i, seen, unit_dims, footprints))
         down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}_measure"))
     return enc.total(down), enc.total(up)
 

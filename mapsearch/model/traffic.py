@@ -53,7 +53,7 @@ UNIT: Footprint = (0, 1)  # one per piece, whatever its extent
 
 
 def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | None = None,
-                 unit_dims: frozenset[str] = frozenset()) -> Q:
+                 unit_dims: frozenset[str] = frozenset(), footprints: dict[str, Footprint] | None = None) -> Q:
     """``words(X, i)`` above, as an exact quantity.
 
     ``unit_dims`` measures a region by something other than its words: a
@@ -67,10 +67,16 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     split (docs/spatial.md): ``"sum"`` over instances, ``"rep"`` for the
     representative instance, or a literal choosing between them (multicast
     depends on the mesh axis a dimension is mapped to). ``None``: plain.
+
+    ``footprints[d]`` replaces dimension ``d``'s footprint outright (any
+    footprint its chains carry, e.g. a table footprint): the result is the
+    sum over region changes of ``prod_d footprints[d](x_d)``.
     """
     w = enc.problem.workload
     views = views or {}
     key = (tensor, i, tuple((d, view_key(views.get(d))) for d in w.dims), unit_dims)
+    if footprints:
+        key += (tuple(sorted(footprints.items())),)
     if key in enc.words:
         return enc.words[key]
     access = w.tensor(tensor)
@@ -80,6 +86,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         enc.words[key] = Q.const(w.tensor_words(tensor))
         return enc.words[key]
     fp = {d: UNIT if d in unit_dims else footprint(access, d, w) for d in relevant}
+    fp.update({d: f for d, f in (footprints or {}).items() if d in fp})
 
     def seen(d: str, get) -> Q:
         v = views.get(d)
@@ -136,7 +143,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         # (A measure counts at least one per distinct value of its measured axes.)
         plain = all(ix.is_plain for ix in access.indices) and not split
         floor = (w.tensor_words(tensor) if not unit_dims else
-                 math.prod(w.extent[d] for d in relevant if d not in unit_dims)) if plain else 0
+                 math.prod(w.extent[d] for d in relevant if d not in unit_dims)) if plain and not footprints else 0
         v = enc.model.new_int_var(max(result.lo, floor), max(result.hi, floor), f"words_{tensor}_L{i}")
         enc.model.add(v == result.expr)
         result = Q(v, result.lo, result.hi)

@@ -1,0 +1,413 @@
+r"""Search with the density model: the schedule of fewest expected time and words on sparse data.
+
+``solve_sparse(problem, densities, formats)`` builds the dense CP-SAT model
+(tiles, orders, keep/bypass, dense capacity) and replaces its objective by
+the **expected** link words and compute time of the tensors' formats under
+``Uniform`` densities (the notebook's ``fromRandom``; ``Dense`` is all ones).
+
+Why it is linear in quantities the model already counts exactly. For a box
+with extents ``x`` (rank order = axis order, ranks ``0..n-1``), ``Uniform``
+gives ``E[D_j] = prod_{r<=j} d_r x_r * s_{j+1}(x_{j+1..n-1})`` with ``s_n = 1``
+and ``s_k = 1 - (1 - d_k s_{k+1})^{x_k}`` (:mod:`mapsearch.sparse.density`).
+Every word count of a format (:mod:`mapsearch.sparse.format`) is a sum of
+``D``'s and box products, so a box's expected words are a sum of *terms*
+
+    c * prod_{r in X} x_r * s_m(x_m..x_{n-1})
+
+(:func:`format_terms`). A term whose ``s_m`` depends on at most one extent
+that the schedule can change is a product of per-dimension functions, and
+the sum of such a product over a link's transfers is
+:func:`~mapsearch.model.residency.link_measure` with those functions as
+footprints: ``x`` (the axis footprint), ``1`` (one per piece) or a table
+``h(x)`` (:func:`~mapsearch.model.chains.table_footprint`), exactly as the
+dense words are. ``s_m`` of two or more changeable extents is not a product
+(``UnsupportedProblem``: hold all but one whole with tile limits, or use a
+format that does not need it). Expected words are linear in expected counts,
+so the link's expected words are ``sum_terms c * measure`` — the same
+expectation :func:`mapsearch.sparse.model.expected` computes by walking the
+schedule; ``solve_sparse`` checks the two agree.
+
+Tables are integers: ``H(x) = round(S h(x))`` (``S = 2^24``), so a term with a
+table is known to ``0.5 / (S min h)`` relative; terms without one are exact.
+Coefficients are rationals (densities through ``limit_denominator``) scaled to
+integers. Capacity stays the dense (worst-case) one: a tile must fit
+whatever the data. Effectual ops under ``Uniform`` do not depend on the
+schedule (``macs * prod d``); they set the compute time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+from mapsearch.model.build import build, dimension_chains
+from mapsearch.model.chains import table_footprint
+from mapsearch.model.decode import decode
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.problem import Problem, UnsupportedProblem, footprint
+from mapsearch.model.residency import link_measure
+from mapsearch.model.traffic import UNIT
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.solve.constraints import Constraints
+from mapsearch.solve.options import SolveOptions
+from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
+from mapsearch.sparse.density import Dense, Uniform
+from mapsearch.sparse.format import Format, dense
+from mapsearch.sparse.model import SparseModel, expected
+from mapsearch.sparse.replay import LinkWords, TensorWords
+
+TABLE_SCALE = 1 << 24
+DENOMINATOR = 10**6  # densities given as floats become the nearest fraction with this denominator bound
+_INT_LIMIT = 1 << 62
+
+
+class SparseCheckError(AssertionError):
+    """The closed form and the walk disagree on a schedule's expected words (a bug)."""
+
+
+# ----------------------------------------------------------------------------- terms of a format
+@dataclass(frozen=True)
+class Term:
+    """``(payload + meta) * prod_{r in xs} x_r * s_m(x_m..x_{n-1})`` words per box (``m == n``: no ``s``)."""
+
+    payload: object  # coefficient (Fraction or float)
+    meta: object
+    xs: frozenset[int]
+    m: int
+
+
+def format_terms(fmt: Format, d: Sequence) -> tuple[Term, ...]:
+    """The expected words of one box in ``fmt`` under ``Uniform(d)``, as terms (mirrors ``format.words``).
+
+    ``fibers_0 = 1``; a U group's entries are ``fibers * prod x`` over its
+    ranks; a C group ending at rank ``b-1`` has ``E[D_{b-1}] = prod_{r<b} d_r
+    * prod_{r<b} x_r * s_b`` entries and ``size`` coordinates each; a group
+    followed by a C group stores ``entries + fibers`` pointers; the last
+    group's entries are the payload. Works on Fractions and floats alike.
+    """
+    n = len(d)
+    one = d[0] ** 0 if n else 1
+    if not fmt.groups:
+        return (Term(one, 0 * one, frozenset(), n),)
+    fibers = [(one, frozenset(), n)]  # sum of (coef, xs, m)
+    meta: list = []
+    a = 0
+    entries = fibers
+    for g, (kind, size) in enumerate(fmt.groups):
+        b = a + size
+        if kind == "U":
+            entries = [(c, xs | frozenset(range(a, b)), m) for c, xs, m in fibers]
+        else:
+            entries = [(math.prod(d[:b], start=one), frozenset(range(b)), b)]
+            meta += [(c * size, xs, m) for c, xs, m in entries]
+        if g + 1 < len(fmt.groups) and fmt.groups[g + 1][0] == "C":
+            meta += entries + fibers
+        fibers = entries
+        a = b
+    merged: dict[tuple, list] = {}
+    for c, xs, m in entries:
+        merged.setdefault((xs, m), [0 * one, 0 * one])[0] += c
+    for c, xs, m in meta:
+        merged.setdefault((xs, m), [0 * one, 0 * one])[1] += c
+    return tuple(Term(p, q, xs, m) for (xs, m), (p, q) in sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), kv[0][1]))
+                 if p or q)
+
+
+def presence(d: Sequence[float], x: Sequence[float], m: int) -> float:
+    """``s_m(x_m..x_{n-1})``: the probability that a present prefix of length ``m`` has a leaf in the box."""
+    s = 1.0
+    for k in range(len(d) - 1, m - 1, -1):
+        s = 1.0 - (1.0 - d[k] * s) ** x[k]
+    return s
+
+
+def term_value(term: Term, d: Sequence[float], x: Sequence[float]) -> float:
+    """One box's words of a term (for checks): ``(payload + meta) * prod_{r in xs} x_r * s_m``."""
+    return float(term.payload + term.meta) * math.prod(x[r] for r in term.xs) * presence(d, x, term.m)
+
+
+# ----------------------------------------------------------------------------- per-dimension footprints
+@dataclass(frozen=True)
+class Measure:
+    """A term of one tensor as per-dimension footprints: the link measure ``M`` and how to read it.
+
+    Words per transfer ``= (payload + meta) * constant * prod_d f_d(x_d)``
+    where one ``f_d`` may be a table scaled by ``scale``; so the expected
+    words of a link are ``(payload + meta) * constant * M / scale``.
+    """
+
+    tensor: str
+    payload: float
+    meta: float
+    exact_coef: Fraction  # (payload + meta) * constant as a rational, for the objective
+    footprints: tuple[tuple[str, tuple], ...]
+    scale: int
+    rel_error: float  # bound on |M / scale - true| / true from the table's rounding
+
+
+def _rank_dims(problem: Problem, t: str) -> tuple[str, ...]:
+    access = problem.workload.tensor(t)
+    dims = []
+    for ix in access.indices:
+        if not ix.is_plain or len(ix.dims) != 1:
+            raise UnsupportedProblem(f"sparse solve: {t}'s axis {ix.text()} is not a plain dimension")
+        dims.append(ix.dims[0])
+    if len(set(dims)) != len(dims):
+        raise UnsupportedProblem(f"sparse solve: {t} repeats a dimension ({dims})")
+    return tuple(dims)
+
+
+def _held_whole(problem: Problem, constraints: Constraints) -> frozenset[str]:
+    """Dimensions whose every chain keeps the whole extent at every level (extent 1, tile limits)."""
+    chains, _ = dimension_chains(problem, constraints)
+    return frozenset(d for d, ch in chains.items() if int(ch.tiles.min()) == ch.extent)
+
+
+def _densities(t: str, density, ndim: int) -> tuple[tuple[float, ...], tuple[Fraction, ...]]:
+    if density is None or isinstance(density, Dense):
+        return (1.0,) * ndim, (Fraction(1),) * ndim
+    if isinstance(density, Uniform):
+        if len(density.densities) != ndim:
+            raise ValueError(f"{t}: {len(density.densities)} densities for {ndim} ranks")
+        return (tuple(float(v) for v in density.densities),
+                tuple(Fraction(v).limit_denominator(DENOMINATOR) for v in density.densities))
+    raise UnsupportedProblem(
+        f"sparse solve: {t} has a {type(density).__name__} density; the solver searches with Uniform or Dense "
+        "(give Uniform of its mean density per rank to search; sparse.model.expected evaluates it exactly)")
+
+
+def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: frozenset[str]) -> tuple[Measure, ...]:
+    """The terms of ``t``'s format as per-dimension footprints (see the module docstring)."""
+    w = problem.workload
+    dims = _rank_dims(problem, t)
+    n = len(dims)
+    if fmt.ndim != n:
+        raise ValueError(f"format {fmt.text()} has {fmt.ndim} ranks, {t} has {n}")
+    df, dq = _densities(t, density, n)
+    ext = [w.extent[d] for d in dims]
+    out = []
+    for tf, tq in zip(format_terms(fmt, df), format_terms(fmt, dq)):
+        fps: dict[str, tuple] = {}
+        for r in range(min(tf.m, n)):
+            fps[dims[r]] = footprint(w.tensor(t), dims[r], w) if r in tf.xs else UNIT
+        joint = list(range(tf.m, n))
+        constant, scale, rel = 1.0, 1, 0.0
+        exact_const = Fraction(1)
+        if all(dq[r] == 1 for r in joint):  # s_m == 1 for every box: the joint part is prod x (affine)
+            for r in joint:
+                fps[dims[r]] = footprint(w.tensor(t), dims[r], w) if r in tf.xs else UNIT
+        else:
+            free = [r for r in joint if dims[r] not in whole]
+            if len(free) > 1:
+                raise UnsupportedProblem(
+                    f"sparse solve: {t} in {fmt.text()} counts fibers of rank {tf.m - 1} whose presence depends on "
+                    f"the tiles of {', '.join(dims[r] for r in free)} jointly, which is not a per-dimension product; "
+                    "hold all but one of them whole (tile limits) or use a format without that count (COO, CSR of a matrix)")
+            for r in joint:
+                fps[dims[r]] = UNIT  # held whole: one per piece, its extent goes into the constant or the table
+
+            def h(x: int, f=free) -> float:
+                xs = list(ext)
+                if f:
+                    xs[f[0]] = x
+                return math.prod(xs[r] for r in joint if r in tf.xs) * presence(df, xs, tf.m)
+
+            if free:
+                f = free[0]
+                values = [0] + [round(TABLE_SCALE * h(x)) for x in range(1, ext[f] + 1)]
+                fps[dims[f]] = table_footprint(f"{t}:{sorted(tf.xs)}:{tf.m}", values)
+                scale = TABLE_SCALE
+                hmin = min(h(x) for x in range(1, ext[f] + 1))
+                rel = 0.5 / (TABLE_SCALE * hmin) if hmin > 0 else math.inf
+            else:
+                constant = h(0)
+                exact_const = Fraction(constant).limit_denominator(DENOMINATOR)
+        coef = (tq.payload + tq.meta) * exact_const
+        out.append(Measure(t, float(tf.payload) * constant, float(tf.meta) * constant, coef,
+                           tuple(sorted(fps.items())), scale, rel))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- the result
+@dataclass(frozen=True)
+class SparseSolveResult:
+    schedule: Schedule
+    status: str  # OPTIMAL when every phase proved optimality, else FEASIBLE
+    objective: str
+    phases: tuple[Phase, ...]
+    links: tuple[LinkWords, ...]  # the solver's expected words per link and tensor (payload, metadata)
+    effectual_ops: float
+    compute_time: float
+    check: SparseModel  # sparse.model.expected of the schedule (equal to ``links``: checked)
+    tolerance: float  # relative tolerance of that check (table rounding; 1e-9 without tables)
+    solve_seconds: float
+
+    @property
+    def words_total(self) -> float:
+        return sum(l.words for l in self.links)
+
+    @property
+    def time(self) -> float:
+        return max([self.compute_time] + [float(l.time) for l in self.links])
+
+    @property
+    def dense(self):
+        """The model's dense figures of the same schedule (words, calls as if every value were nonzero)."""
+        return self.schedule.predicted
+
+
+# ----------------------------------------------------------------------------- the solve
+def effectual_ops(problem: Problem, densities: Mapping[str, object]) -> Fraction:
+    """``macs * prod_t prod_k d_{t,k}`` over the inputs (independent ``Uniform`` inputs, in expectation)."""
+    p = Fraction(problem.workload.macs)
+    for t in problem.workload.einsum.inputs:
+        _, dq = _densities(t.name, densities.get(t.name), len(t.indices))
+        p *= math.prod(dq, start=Fraction(1))
+    return p
+
+
+def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Mapping[str, Format] | None = None,
+                 constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> SparseSolveResult:
+    """Fewest expected time, then expected words (``options.objective="words"``: words only).
+
+    ``densities`` per input (``Uniform`` or ``Dense``; missing: dense);
+    ``formats`` per tensor (missing: dense). The output is priced dense, as
+    :func:`mapsearch.sparse.model.expected` does. Raises
+    :class:`SparseCheckError` if the closed form disagrees with the walk.
+    """
+    start = time.perf_counter()
+    if options.objective not in ("time", "words"):
+        raise ValueError(f"solve_sparse: objective {options.objective!r}; expected 'time' or 'words'")
+    if options.models_dram_rows or options.min_utilization:
+        raise ValueError("solve_sparse: DRAM rows and minimum utilization are dense-model options")
+    if any(lv.mesh for lv in problem.architecture.levels):
+        raise UnsupportedProblem("sparse solve: temporal schedules only (the sparse walk refuses spatial splits)")
+    w = problem.workload
+    out = w.einsum.output.name
+    formats = dict(formats or {})
+    if formats.get(out) is not None and formats[out].compressed:
+        raise UnsupportedProblem(f"sparse solve: the output {out} is priced dense; give it an uncompressed format")
+    dens = {t: (None if t == out else densities.get(t)) for t in w.tensor_names}
+    whole = _held_whole(problem, constraints)
+    measures = [m for t in w.tensor_names
+                for m in tensor_measures(problem, t, dens[t], formats.get(t) or dense(len(w.tensor(t).indices)), whole)]
+    unit_dims = frozenset(d for m in measures for d, f in m.footprints if f == UNIT)
+    extra: dict[str, set] = {}
+    for m in measures:
+        for d, f in m.footprints:
+            if len(f) == 3:
+                extra.setdefault(d, set()).add(f)
+    enc = build(problem, constraints, replace(options, objective="time"), unit_dims=unit_dims,
+                extra_footprints={d: tuple(sorted(v)) for d, v in extra.items()})
+    for guard in enc.guards.values():
+        enc.model.add(guard == 1)
+    eff = effectual_ops(problem, {t: dens[t] for t in w.tensor_names})
+    J = problem.depth
+    terms = {(m, a): link_measure(enc, m.tensor, a, frozenset(), dict(m.footprints)) for m in measures
+             for a in range(1, J + 1)}
+    objectives, scale = _objectives(enc, measures, terms, eff)
+    values: dict = {}
+
+    def read(solver) -> Schedule:
+        for key, (down, up) in terms.items():
+            values[key] = (_value(solver, down), _value(solver, up))
+        return decode(enc, solver)
+
+    phases, schedule = run_phases(enc.model, objectives if options.objective == "time" else objectives[1:], options, start,
+                                  decode=read, hint_vars=_decision_vars(enc),
+                                  coarse=lambda left: _coarse_solution(enc, options, left))
+    links = _links(problem, measures, values)
+    compute_time = float(eff * problem.architecture.compute.clocks_per_call)
+    check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats)
+    tol = _check(links, check, measures, values)
+    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
+    return SparseSolveResult(schedule, status, options.objective, tuple(phases), links, float(eff), compute_time,
+                             check, tol, time.perf_counter() - start)
+
+
+def _value(solver, q: Q) -> int:
+    return int(q.expr) if q.is_const else int(solver.value(q.expr))
+
+
+def _objectives(enc: Encoding, measures, terms, eff: Fraction):
+    """[(expected time, expr, scale), (expected words, expr, scale)] in integers.
+
+    One word is ``K * S`` units (``S`` the table scale, ``K`` the common
+    denominator of the coefficients and of the compute time), so a term with
+    a table weighs ``coef * K`` per unit of its measure and one without
+    ``coef * K * S``. Link times follow ``add_link_times``'s line models.
+    """
+    p = enc.problem
+    arch = p.architecture
+    compute = eff * arch.compute.clocks_per_call * enc.scale
+    K = math.lcm(*[m.exact_coef.denominator for m in measures], compute.denominator)
+    unit = K * TABLE_SCALE
+    down: dict[int, list] = {a: [] for a in range(1, p.depth + 1)}
+    up: dict[int, list] = {a: [] for a in range(1, p.depth + 1)}
+    for (m, a), (d, u) in terms.items():
+        weight = m.exact_coef * K * (TABLE_SCALE // m.scale)
+        assert weight.denominator == 1
+        down[a].append(enc.scaled(d, int(weight)))
+        up[a].append(enc.scaled(u, int(weight)))
+    times = [Q.const(int(compute * unit))]
+    words = []
+    for a in range(1, p.depth + 1):
+        link = arch.levels[a].link
+        dn, upq = enc.total(down[a]), enc.total(up[a])
+        words += [dn, upq]
+        icpw, ocpw = int(link.input_clocks_per_word * enc.scale), int(link.output_clocks_per_word * enc.scale)
+        if link.lines == "shared":
+            times.append(enc.scaled(enc.total([dn, upq]), icpw))
+        else:
+            times.append(_max(enc, [enc.scaled(dn, icpw), enc.scaled(upq, ocpw)], f"exp_link_time_L{a}"))
+    total_time = _max(enc, times, "expected_time")
+    total_words = enc.total(words)
+    if max(total_time.hi, total_words.hi) >= _INT_LIMIT:
+        raise UnsupportedProblem("sparse solve: the expected-words objective overflows 62 bits at this size "
+                                 f"(table scale 2^{TABLE_SCALE.bit_length() - 1}, common denominator {K})")
+    return [("expected time", total_time.expr, unit * enc.scale), ("expected words", total_words.expr, unit)], unit
+
+
+def _max(enc: Encoding, qs: list[Q], stem: str) -> Q:
+    lo, hi = max(q.lo for q in qs), max(q.hi for q in qs)
+    if all(q.is_const for q in qs):
+        return Q.const(max(int(q.expr) for q in qs))
+    v = enc.model.new_int_var(lo, hi, stem)
+    enc.model.add_max_equality(v, [q.expr for q in qs])
+    return Q(v, lo, hi)
+
+
+def _links(problem: Problem, measures, values) -> tuple[LinkWords, ...]:
+    """Expected (payload, metadata) words per link and tensor: ``coef * M / scale`` summed over terms."""
+    arch = problem.architecture
+    out = []
+    for a in range(1, problem.depth + 1):
+        per = {t: [0.0, 0.0, 0.0, 0.0] for t in problem.workload.tensor_names}
+        for m in measures:
+            d, u = values[(m, a)]
+            acc = per[m.tensor]
+            acc[0] += m.payload * d / m.scale
+            acc[1] += m.meta * d / m.scale
+            acc[2] += m.payload * u / m.scale
+            acc[3] += m.meta * u / m.scale
+        tw = tuple(TensorWords(t, *v) for t, v in per.items())
+        dn = sum(x.payload_down + x.meta_down for x in tw)
+        upw = sum(x.payload_up + x.meta_up for x in tw)
+        out.append(LinkWords(arch.link_name(a), tw, float(arch.levels[a].link.time(dn, upw))))
+    return tuple(out)
+
+
+def _check(links, check: SparseModel, measures, values) -> float:
+    """Raise unless every link's and tensor's expected words equal the walk's; returns the tolerance used."""
+    tol = 1e-9 + max([m.rel_error for m in measures if m.scale > 1] + [0.0])
+    for mine, walk in zip(links, check.links):
+        for tm in mine.tensors:
+            tw = walk.tensor(tm.tensor)
+            for name in ("payload_down", "meta_down", "payload_up", "meta_up"):
+                a, b = getattr(tm, name), getattr(tw, name)
+                if abs(a - b) > tol * max(abs(a), abs(b), 1.0):
+                    raise SparseCheckError(f"{mine.name} {tm.tensor} {name}: closed form {a!r} != walk {b!r}")
+    return tol

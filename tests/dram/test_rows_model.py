@@ -213,3 +213,30 @@ def test_row_limit_is_a_constraint_and_a_named_conflict():
         assert bounded.phases[0].value > words
     with pytest.raises(InfeasibleError, match="DRAM row openings <= 3"):
         solve(Problem(w, arch), options=SolveOptions(max_dram_rows=3))
+
+
+def test_cli_solve_with_rows_writes_a_plan_that_replay_checks(tmp_path, capsys):
+    """``solve --dram-rows`` prints predicted = replayed openings, writes the plan; ``replay --check`` rechecks it."""
+    import json
+    from pathlib import Path
+
+    from mapsearch import cli
+
+    here = Path(__file__).resolve().parents[2] / "examples" / "dram" / "row-thrashing"
+    out = tmp_path / "s.json"
+    assert cli.main(["solve", str(here / "workload.yaml"), str(here / "arch.yaml"), "--dram-layouts",
+                     str(here / "fix.yaml"), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "I: row_aligned, a row per (n, c) holding [q+s, p+r]; row openings predicted 16, replayed 16; activations 16" in text
+    plan = json.loads(out.read_text())["dram"]
+    assert plan["predicted"]["row_openings"] == {"I": 16, "W": 3, "O": 1}
+    assert plan["layouts"]["I"] == {"kind": "row_aligned", "order": ["n", "c", "q+s", "p+r"], "slice": 2}
+    assert cli.main(["replay", str(out), "--check"]) == 0
+    data = json.loads(out.read_text())
+    data["dram"]["predicted"]["row_openings"]["I"] = 15
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert cli.main(["replay", str(bad), "--check"]) == 1
+    assert "replay mismatch in dram.row_openings.I: predicted 15, replayed 16" in capsys.readouterr().err
+    assert cli.main(["solve", str(here / "workload.yaml"), str(here / "arch.yaml"), "--dram-rows", "sometimes"]) == 2
+    assert "--dram-rows: expected one of off, tiebreak, before-words, got 'sometimes'" in capsys.readouterr().err

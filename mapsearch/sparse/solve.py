@@ -27,10 +27,12 @@ so the link's expected words are ``sum_terms c * measure`` — the same
 expectation :func:`mapsearch.sparse.model.expected` computes by walking the
 schedule; ``solve_sparse`` checks the two agree.
 
-Tables are integers: ``H(x) = round(S h(x))`` (``S = 2^24``), so a term with a
-table is known to ``0.5 / (S min h)`` relative; terms without one are exact.
-Coefficients are rationals (densities through ``limit_denominator``) scaled to
-integers. Capacity stays the dense (worst-case) one: a tile must fit
+Tables are integers: ``H(x) = round(S h(x))`` (``S = 2^24``, lower when the
+model's bounds would leave 62 bits), so a term with a table is known to
+``0.5 / (S min h)`` relative (``SparseSolveResult.tolerance``); terms without
+one are exact. Coefficients are rationals (densities through
+``limit_denominator(10^6)``) scaled to integers by their common denominator,
+or rounded to ``2^-20`` of a word when that denominator is larger. Capacity stays the dense (worst-case) one: a tile must fit
 whatever the data. Effectual ops under ``Uniform`` do not depend on the
 schedule (``macs * prod d``); they set the compute time.
 """
@@ -60,8 +62,10 @@ from mapsearch.sparse.model import SparseModel, expected
 from mapsearch.sparse.replay import LinkWords, TensorWords
 
 TABLE_SCALE = 1 << 24
+TABLE_SCALES = (1 << 24, 1 << 18, 1 << 12, 1 << 8)  # tried in turn while the model's bounds overflow
 DENOMINATOR = 10**6  # densities given as floats become the nearest fraction with this denominator bound
 _INT_LIMIT = 1 << 62
+MAX_DENOMINATOR = 1 << 20  # common denominator of the objective's weights beyond which they are rounded
 
 
 class SparseCheckError(AssertionError):
@@ -179,7 +183,8 @@ def _densities(t: str, density, ndim: int) -> tuple[tuple[float, ...], tuple[Fra
         "(give Uniform of its mean density per rank to search; sparse.model.expected evaluates it exactly)")
 
 
-def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: frozenset[str]) -> tuple[Measure, ...]:
+def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: frozenset[str],
+                    table_scale: int = TABLE_SCALE) -> tuple[Measure, ...]:
     """The terms of ``t``'s format as per-dimension footprints (see the module docstring)."""
     w = problem.workload
     dims = _rank_dims(problem, t)
@@ -217,11 +222,11 @@ def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: froze
 
             if free:
                 f = free[0]
-                values = [0] + [round(TABLE_SCALE * h(x)) for x in range(1, ext[f] + 1)]
-                fps[dims[f]] = table_footprint(f"{t}:{sorted(tf.xs)}:{tf.m}", values)
-                scale = TABLE_SCALE
+                values = [0] + [round(table_scale * h(x)) for x in range(1, ext[f] + 1)]
+                fps[dims[f]] = table_footprint(f"{t}:{sorted(tf.xs)}:{tf.m}:{table_scale}", values)
+                scale = table_scale
                 hmin = min(h(x) for x in range(1, ext[f] + 1))
-                rel = 0.5 / (TABLE_SCALE * hmin) if hmin > 0 else math.inf
+                rel = 0.5 / (table_scale * hmin) if hmin > 0 else math.inf
             else:
                 constant = h(0)
                 exact_const = Fraction(constant).limit_denominator(DENOMINATOR)
@@ -292,23 +297,17 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
         raise UnsupportedProblem(f"sparse solve: the output {out} is priced dense; give it an uncompressed format")
     dens = {t: (None if t == out else densities.get(t)) for t in w.tensor_names}
     whole = _held_whole(problem, constraints)
-    measures = [m for t in w.tensor_names
-                for m in tensor_measures(problem, t, dens[t], formats.get(t) or dense(len(w.tensor(t).indices)), whole)]
-    unit_dims = frozenset(d for m in measures for d, f in m.footprints if f == UNIT)
-    extra: dict[str, set] = {}
-    for m in measures:
-        for d, f in m.footprints:
-            if len(f) == 3:
-                extra.setdefault(d, set()).add(f)
-    enc = build(problem, constraints, replace(options, objective="time"), unit_dims=unit_dims,
-                extra_footprints={d: tuple(sorted(v)) for d, v in extra.items()})
-    for guard in enc.guards.values():
-        enc.model.add(guard == 1)
     eff = effectual_ops(problem, {t: dens[t] for t in w.tensor_names})
-    J = problem.depth
-    terms = {(m, a): link_measure(enc, m.tensor, a, frozenset(), dict(m.footprints)) for m in measures
-             for a in range(1, J + 1)}
-    objectives, scale = _objectives(enc, measures, terms, eff)
+    # Tables are scaled as finely as the model's 62-bit bounds allow at this size.
+    for table_scale in TABLE_SCALES:
+        try:
+            enc, measures, terms, objectives = _model(problem, constraints, options, formats, dens, whole, eff, table_scale)
+            break
+        except _Overflow:
+            continue
+    else:
+        raise UnsupportedProblem("sparse solve: the expected-words model overflows 62 bits at this size, "
+                                 f"even with tables scaled by {TABLE_SCALES[-1]}")
     values: dict = {}
 
     def read(solver) -> Schedule:
@@ -328,6 +327,37 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
                              check, tol, time.perf_counter() - start)
 
 
+class _Overflow(Exception):
+    """A bound of the model left 62 bits (the tables are scaled too finely for this size)."""
+
+
+def _model(problem: Problem, constraints: Constraints, options: SolveOptions, formats, dens, whole, eff, table_scale: int):
+    """(encoding, measures, link measures per (measure, link), objectives), or _Overflow."""
+    w = problem.workload
+    measures = [m for t in w.tensor_names
+                for m in tensor_measures(problem, t, dens[t], formats.get(t) or dense(len(w.tensor(t).indices)),
+                                         whole, table_scale)]
+    unit_dims = frozenset(d for m in measures for d, f in m.footprints if f == UNIT)
+    extra: dict[str, set] = {}
+    for m in measures:
+        for d, f in m.footprints:
+            if len(f) == 3:
+                extra.setdefault(d, set()).add(f)
+    try:
+        enc = build(problem, constraints, replace(options, objective="time"), unit_dims=unit_dims,
+                    extra_footprints={d: tuple(sorted(v)) for d, v in extra.items()})
+        for guard in enc.guards.values():
+            enc.model.add(guard == 1)
+        terms = {(m, a): link_measure(enc, m.tensor, a, frozenset(), dict(m.footprints)) for m in measures
+                 for a in range(1, problem.depth + 1)}
+        objectives, _ = _objectives(enc, measures, terms, eff)
+    except (TypeError, OverflowError) as e:  # CP-SAT refuses a domain beyond int64
+        if "Domain" in str(e) or isinstance(e, OverflowError):
+            raise _Overflow() from e
+        raise
+    return enc, measures, terms, objectives
+
+
 def _value(solver, q: Q) -> int:
     return int(q.expr) if q.is_const else int(solver.value(q.expr))
 
@@ -344,15 +374,18 @@ def _objectives(enc: Encoding, measures, terms, eff: Fraction):
     arch = p.architecture
     compute = eff * arch.compute.clocks_per_call * enc.scale
     K = math.lcm(*[m.exact_coef.denominator for m in measures], compute.denominator)
-    unit = K * TABLE_SCALE
+    # Many tensors with fine densities make K huge; then weights are rounded to 1 / 2^20 of a word
+    # (the optimum is exact in the rounded weights; the reported figures are not rounded).
+    K = min(K, MAX_DENOMINATOR)
+    table = max(m.scale for m in measures)  # 1 when no term needs a table: smaller numbers search faster
+    unit = K * table
     down: dict[int, list] = {a: [] for a in range(1, p.depth + 1)}
     up: dict[int, list] = {a: [] for a in range(1, p.depth + 1)}
     for (m, a), (d, u) in terms.items():
-        weight = m.exact_coef * K * (TABLE_SCALE // m.scale)
-        assert weight.denominator == 1
-        down[a].append(enc.scaled(d, int(weight)))
-        up[a].append(enc.scaled(u, int(weight)))
-    times = [Q.const(int(compute * unit))]
+        weight = round(m.exact_coef * K * (table // m.scale))  # exact unless K was capped
+        down[a].append(enc.scaled(d, weight))
+        up[a].append(enc.scaled(u, weight))
+    times = [Q.const(round(compute * unit))]
     words = []
     for a in range(1, p.depth + 1):
         link = arch.levels[a].link
@@ -366,8 +399,7 @@ def _objectives(enc: Encoding, measures, terms, eff: Fraction):
     total_time = _max(enc, times, "expected_time")
     total_words = enc.total(words)
     if max(total_time.hi, total_words.hi) >= _INT_LIMIT:
-        raise UnsupportedProblem("sparse solve: the expected-words objective overflows 62 bits at this size "
-                                 f"(table scale 2^{TABLE_SCALE.bit_length() - 1}, common denominator {K})")
+        raise _Overflow()
     return [("expected time", total_time.expr, unit * enc.scale), ("expected words", total_words.expr, unit)], unit
 
 

@@ -54,7 +54,7 @@ from typing import Iterator, Mapping, Sequence
 import brute_force as bf
 from brute_force import Objective, replay_figures
 
-from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.figures import Figures, LinkFigures
 from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
 from mapsearch.sim.errors import CapacityError
 from mapsearch.spec.architecture import Architecture

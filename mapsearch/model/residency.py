@@ -46,7 +46,7 @@ def add_link_words(enc: Encoding) -> None:
     instance visits every region of its share). On links down to ``s`` the
     views of model/spatial.py give multicast and in-network reduction.
     """
-    from mapsearch.model.spatial import split_dims, views
+    from mapsearch.model.spatial import views
 
     p = enc.problem
     w = p.workload
@@ -54,7 +54,6 @@ def add_link_words(enc: Encoding) -> None:
     s = enc.spatial_level
     for t in w.tensor_names:
         home = p.home(t)
-        size = w.tensor_words(t)
         is_out = w.is_output(t)
         relevant = w.tensor(t).dims
         for a in range(1, J + 1):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from fractions import Fraction
 from pathlib import Path
 
 import pytest

@@ -15,7 +15,6 @@ sweep more seeds than the normal run does.
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 from dataclasses import dataclass

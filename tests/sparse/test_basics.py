@@ -70,6 +70,7 @@ def test_format_word_counts():
     t = SparseTensor.from_dense(np.array([[1, 0, 2, 0], [0, 0, 0, 0], [0, 3, 0, 0]], float))
     ext = np.array([[3], [4]])
     D = np.array([[2, 3]])  # distinct rows, nonzeros
+    assert (len(set(t.coords[0].tolist())), t.coords.shape[1]) == (2, 3)
     assert [int(x[0]) for x in words(csr(2), ext, D)] == [3, 3 + 4]  # nnz values; nnz coords + (R+1) pointers
     assert [int(x[0]) for x in words(csf(2), ext, D)] == [3, 2 + 3 + 3]  # 2 row coords + (2+1) ptrs + 3 col coords
     assert [int(x[0]) for x in words(coo(2), ext, D)] == [3, 6]

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from mapsearch.sim.walk import count_figures
-from mapsearch.sparse import Dense, Uniform, ciss, csf, csr, dense, replay_sparse, uniform_shape, uniform_slice
+from mapsearch.sparse import Dense, Uniform, ciss, csf, csr, dense, replay_sparse, uniform_slice
 from mapsearch.sparse.density import power_law
 from mapsearch.sparse.partition import uniform_shape_parts
-from mapsearch.sparse.replay import intersection_steps, join
 
 from .conftest import kernel_schedules
 

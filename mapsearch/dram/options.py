@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mapsearch.dram.geometry import DramSpec
-from mapsearch.dram.layout import LayoutError, Layouts, layouts_from_dict
+from mapsearch.dram.layout import LayoutError, Layouts, LayoutSpec, layout_spec_from_dict
 from mapsearch.errors import SpecError
 from mapsearch.schedule.schedule import Schedule
 
@@ -31,6 +31,22 @@ class TraceOptions:
 
 def _err(source: str, field: str, detail: str) -> SpecError:
     return SpecError(source, field, "", None, detail=" ".join(detail.split()))
+
+
+def layout_specs(workload, raw: object, source: str, field: str = "layouts") -> dict[str, LayoutSpec]:
+    """``{tensor: layout mapping}`` -> specs; a bad entry is one SpecError naming ``source`` and the field."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise _err(source, field, f"expected a mapping tensor -> layout, got {raw!r}")
+    specs = {}
+    for t, entry in raw.items():
+        if t not in workload.tensor_names:
+            raise _err(source, f"{field}.{t}", f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
+        try:
+            specs[t] = layout_spec_from_dict(workload, t, entry, f"{field}.{t}")
+        except LayoutError as e:
+            raise _err(source, e.field, e.detail) from None
+    return specs
 
 
 def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: str = "<options>",
@@ -48,14 +64,12 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     level = data.get("dram_level", 0)
     if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level < schedule.architecture.depth - 1:
         raise _err(source, "dram_level", f"expected a level index 0..{schedule.architecture.depth - 2}, got {level!r}")
-    raw_layouts = data.get("layouts") or {}
-    if not isinstance(raw_layouts, Mapping):
-        raise _err(source, "layouts", f"expected a mapping tensor -> layout, got {raw_layouts!r}")
+    if "layouts" not in data and schedule.dram is not None:
+        specs = dict(schedule.dram.layouts)  # the solver's choice
+    else:
+        specs = layout_specs(schedule.workload, data.get("layouts"), source)
     try:
-        if "layouts" not in data and schedule.dram is not None:
-            layouts = Layouts(schedule.workload, dram, dict(schedule.dram.layouts))  # the solver's choice
-        else:
-            layouts = layouts_from_dict(schedule.workload, dram, raw_layouts)
+        layouts = Layouts(schedule.workload, dram, specs)
     except LayoutError as e:
         raise _err(source, e.field, e.detail) from None
     order = data.get("element_order", "layout")

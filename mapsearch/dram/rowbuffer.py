@@ -68,10 +68,6 @@ class RowStats:
         return self.misses + self.conflicts
 
     @property
-    def rows_touched(self) -> int:  # pragma: no cover - informational
-        return self.activations
-
-    @property
     def time_ns(self) -> Fraction:
         return self.clocks * self.tck_ns
 

@@ -47,11 +47,6 @@ class LayoutCandidate:
     spec: LayoutSpec
     unit_dims: frozenset[str]
 
-    def describe(self, workload: Workload, tensor: str) -> str:
-        names = [ix.text() for ix in workload.tensor(tensor).indices]
-        sliced = [names[a] for a in self.spec.order[: self.spec.slice_axes]]
-        return f"row_aligned, one row per ({', '.join(sliced)})" if sliced else "one row (the whole tensor)"
-
 
 def dram_of(p: Problem) -> DramSpec:
     dram = getattr(p.architecture, "dram", None)

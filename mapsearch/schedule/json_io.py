@@ -141,18 +141,10 @@ def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_from_dict(data: Mapping[str, Any], workload, source: str) -> DramPlan:
-    from mapsearch.dram.layout import LayoutError, layout_spec_from_dict
+    from mapsearch.dram.options import layout_specs
     from mapsearch.errors import SpecError
 
-    layouts = []
-    for t, raw in (data.get("layouts") or {}).items():
-        if t not in workload.tensor_names:
-            raise SpecError(source, f"dram.layouts.{t}", "", None,
-                            detail=f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
-        try:
-            layouts.append((t, layout_spec_from_dict(workload, t, raw, f"dram.layouts.{t}")))
-        except LayoutError as e:
-            raise SpecError(source, e.field, "", None, detail=e.detail) from None
+    layouts = tuple(layout_specs(workload, data.get("layouts"), source, "dram.layouts").items())
     openings = (data.get("predicted") or {}).get("row_openings")
     if openings is not None:
         for t in openings:

@@ -201,26 +201,14 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
     path = getattr(args, "dram_layouts", None)
     if not path:
         return options
-    from mapsearch.dram.layout import LayoutError, layout_spec_from_dict
-    from mapsearch.errors import SpecError
+    from mapsearch.dram.options import layout_specs
     from mapsearch.spec.load import read_yaml
 
     data = read_yaml(path)
-    raw = data.get("layouts") if isinstance(data, dict) else None
-    if not isinstance(raw, dict):
-        raise SpecError(str(path), "layouts", "a mapping tensor -> layout", raw)
-    specs = []
-    for t, entry in raw.items():
-        if t not in workload.tensor_names:
-            raise SpecError(str(path), f"layouts.{t}", "", None,
-                            detail=f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
-        try:
-            specs.append((t, layout_spec_from_dict(workload, t, entry, f"layouts.{t}")))
-        except LayoutError as e:
-            raise SpecError(str(path), e.field, "", None, detail=e.detail) from None
+    specs = layout_specs(workload, data.get("layouts") if isinstance(data, dict) else data, str(path))
     if options.dram_rows == "off" and options.max_dram_rows is None:
         options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
-    return replace(options, dram_layouts=tuple(specs))
+    return replace(options, dram_layouts=tuple(specs.items()))
 
 
 # --------------------------------------------------------------------------

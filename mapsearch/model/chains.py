@@ -28,11 +28,12 @@ per count fits best).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
-Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta; or a table_footprint
+Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta; or a table or positional footprint
 
 
 def table_footprint(name: str, values) -> tuple:
@@ -48,8 +49,41 @@ def table_footprint(name: str, values) -> tuple:
     return (-1, str(name), tuple(int(v) for v in values))
 
 
+@dataclass(frozen=True)
+class PieceFunction:
+    """``g(lo, hi)``: a non-negative integer measure of the piece ``[lo, hi)`` of a dimension.
+
+    Vectorised: ``g`` takes and returns int64 arrays. Equal (and hashed) by
+    ``name`` only, so a footprint holding it stays a cheap dictionary key:
+    the name must determine the function (chains are cached by footprint).
+    """
+
+    name: str
+    g: Callable[[np.ndarray, np.ndarray], np.ndarray] = field(compare=False, repr=False)
+
+
+def positional_footprint(name: str, g: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple:
+    """A per-piece measure that depends on where the piece lies: ``f([lo, hi)) = g(lo, hi)``.
+
+    Usable wherever a table footprint is (sums, still sums, pruning), except
+    below a spatial split. The chains walk every piece of every level to sum
+    it (:func:`_positional_quantities`), so it costs time proportional to the
+    pieces. Used by the sparse solver for fixed-structured densities (an
+    ``n:m`` rank holds ``count(hi) - count(lo)`` nonzeros in ``[lo, hi)``,
+    which depends on ``lo mod m``, not on the extent alone). Spelled
+    ``(-2, name, PieceFunction)``.
+    """
+    return (-2, str(name), PieceFunction(str(name), g))
+
+
+def is_positional(f) -> bool:
+    return len(f) == 3 and f[0] == -2
+
+
 def footprint_values(f, size: np.ndarray) -> np.ndarray:
     """``f(size)`` for an affine footprint ``(alpha, beta)`` or a :func:`table_footprint`."""
+    if is_positional(f):
+        raise ValueError(f"footprint {f[1]} depends on piece positions, not on extents alone")
     if len(f) == 3:
         return np.asarray(f[2], dtype=np.int64)[size]
     return f[0] * size + f[1]
@@ -196,6 +230,8 @@ def enumerate_chains(
         return _empty(extent, depth, footprints, raw, reduced)
     q = _quantities(extent, tiles, footprints, block)
     if spatial_level is not None and max_factor > 1 and not pinned:
+        if any(is_positional(f) for f in footprints):
+            raise ValueError("positional footprints are not summed below a spatial split")
         q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
     return _prune(q, raw, reduced, label)
 
@@ -226,9 +262,15 @@ def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
     f_of = footprint_values
 
     counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
-    sums = {f: np.stack([sum(c * f_of(f, s) for s, c in lv) for lv in pieces], axis=1) for f in footprints}
+    by_extent = [f for f in footprints if not is_positional(f)]
+    sums = {f: np.stack([sum(c * f_of(f, s) for s, c in lv) for lv in pieces], axis=1) for f in by_extent}
     small: dict[Footprint, dict[tuple[int, int], np.ndarray]] = {}
-    for f in footprints:
+    positional = [f for f in footprints if is_positional(f)]
+    if positional:
+        sums_p, small_p = _positional_quantities(extent, tiles, counts, positional)
+        sums.update(sums_p)
+        small.update(small_p)
+    for f in by_extent:
         small[f] = {}
         for i in range(1, depth + 1):
             ti = tiles[:, i - 1]
@@ -237,6 +279,56 @@ def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
     calls = sum(c * (-(-s // block)) for s, c in pieces[-1])
     return {"extent": extent, "tiles": tiles, "counts": counts, "sums": sums, "small": small, "calls": calls,
             "pieces": pieces}
+
+
+# Pieces walked at once by _positional_quantities (memory: a few int64 arrays of this length).
+PIECES_PER_BATCH = 2_000_000
+
+
+def _positional_quantities(extent: int, tiles: np.ndarray, counts: np.ndarray, footprints) -> tuple[dict, dict]:
+    """``F[f][j]`` and ``W[f][k][i]`` of positional footprints, by walking every piece with its position.
+
+    A level-``(j-1)`` piece ``[lo, lo+s)`` splits into ``[lo + q T_j, lo + (q+1) T_j)``
+    for ``q < s // T_j`` and the remainder ``[lo + (s // T_j) T_j, lo + s)``,
+    the same split :func:`_quantities` counts by extent. Chains go in batches
+    of about :data:`PIECES_PER_BATCH` pieces; every chain has at least one
+    piece per level, so per-chain sums are ``np.add.reduceat`` over each
+    chain's (contiguous) pieces.
+    """
+    rows, depth = tiles.shape
+    sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
+    small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)}
+             for f in footprints}
+    load = np.cumsum(counts.sum(axis=1))
+    first = 0
+    while first < rows:
+        done = load[first - 1] if first else 0
+        last = max(first + 1, int(np.searchsorted(load, done + PIECES_PER_BATCH, side="right")))
+        batch = np.arange(first, last)
+        owner = np.arange(batch.size)
+        lo = np.zeros(batch.size, dtype=np.int64)
+        size = np.full(batch.size, extent, dtype=np.int64)
+        for j in range(depth + 1):
+            if j:
+                t = tiles[batch[owner], j - 1]
+                full = size // t
+                rem = size - full * t
+                children = full + (rem > 0)
+                parent = np.repeat(np.arange(owner.size), children)
+                q = np.arange(parent.size) - np.repeat(np.cumsum(children) - children, children)
+                tp = t[parent]
+                lo = lo[parent] + q * tp
+                size = np.where(q < full[parent], tp, rem[parent])
+                owner = owner[parent]
+            starts = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+            for f in footprints:
+                values = np.asarray(f[2].g(lo, lo + size), dtype=np.int64)
+                sums[f][batch, j] = np.add.reduceat(values, starts)
+                for i in range(j + 1, depth + 1):
+                    still = values * (size <= tiles[batch[owner], i - 1])
+                    small[f][(j, i)][batch] = np.add.reduceat(still, starts)
+        first = last
+    return sums, small
 
 
 def _split(pieces: list[tuple[np.ndarray, np.ndarray]], t: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

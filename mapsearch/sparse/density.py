@@ -140,6 +140,24 @@ class NofM:
         q, r = np.divmod(x, self.m[k])
         return q * self.n[k] + np.minimum(r, self.n[k])
 
+    def box_factors(self, k: int, shape, whole=frozenset()) -> tuple:
+        """``D_k`` of a box as a product over ranks of functions of the box's interval on each rank.
+
+        ``D_k = prod_{r<=k} count_r([lo_r, hi_r)) * prod_{r>k} [count_r([lo_r, hi_r)) > 0]``:
+        every fiber of a rank has the same pattern. Per rank: ``None`` (1),
+        ``"x"`` (the interval's length: a dense rank) or ``g(lo, hi)``
+        (vectorised). The sparse solver sums these over a schedule's pieces.
+        """
+        out = []
+        for r in range(len(self.n)):
+            dense_rank = self.n[r] >= self.m[r]
+            if r <= k:
+                out.append("x" if dense_rank else (lambda lo, hi, r=r: self._count_below(r, hi) - self._count_below(r, lo)))
+            else:
+                out.append(None if dense_rank else
+                           (lambda lo, hi, r=r: (self._count_below(r, hi) > self._count_below(r, lo)).astype(_I64)))
+        return tuple(out)
+
     def sample(self, shape, seed: int = 0, name: str = "") -> SparseTensor:
         rng = np.random.default_rng(seed)
         axes = [np.flatnonzero(self.mask(k, np.arange(e))) for k, e in enumerate(shape)]
@@ -171,6 +189,34 @@ class Banded:
         i, j = np.indices(shape).reshape(2, -1)
         keep = (j - i >= -self.lower) & (j - i <= self.upper)
         return SparseTensor.from_coo(shape, np.vstack([i[keep], j[keep]]), _values(rng, int(keep.sum()), self.interval), name)
+
+    def box_factors(self, k: int, shape, whole=frozenset()) -> tuple:
+        """``D_k`` as per-rank functions (see :meth:`NofM.box_factors`), when one rank is held whole.
+
+        With the columns whole (rank 1 in ``whole``) a box is a band of rows
+        and its counts are sums over its rows ``i`` of ``w(i)``, the row's band
+        width within the matrix (``D_1``), or of ``[w(i) > 0]`` (``D_0``). With
+        the rows whole, ``D_1`` sums the column widths and ``D_0`` counts the rows
+        ``i`` in ``[lo - upper, hi + lower)`` (those whose band meets columns
+        ``[lo, hi)``). Otherwise the count depends on both intervals jointly:
+        ``ValueError``.
+        """
+        R, S = (int(e) for e in shape)
+        if 1 in whole:
+            i = np.arange(R, dtype=_I64)
+            w = np.maximum(0, np.minimum(S, i + self.upper + 1) - np.maximum(0, i - self.lower))
+            per_row = w if k == 1 else (w > 0).astype(_I64)
+            cum = np.concatenate([[0], np.cumsum(per_row)])
+            return (lambda lo, hi: cum[hi] - cum[lo], None)
+        if 0 in whole:
+            if k == 1:
+                j = np.arange(S, dtype=_I64)
+                w = np.maximum(0, np.minimum(R, j + self.lower + 1) - np.maximum(0, j - self.upper))
+                cum = np.concatenate([[0], np.cumsum(w)])
+                return (None, lambda lo, hi: cum[hi] - cum[lo])
+            return (None, lambda lo, hi: np.maximum(0, np.minimum(R, hi + self.lower) - np.maximum(0, lo - self.upper)))
+        raise ValueError("a Banded box's counts depend on its row and column intervals jointly; "
+                         "they factor per rank only when the rows or the columns are held whole")
 
     def region_counts(self, lo, hi):
         lo, hi = np.asarray(lo, _I64), np.asarray(hi, _I64)

@@ -12,8 +12,8 @@ region with the density's ``region_counts`` instead of the data:
 
 Effectual ops: exact for product-form structures (``NofM``/``Dense``:
 ``prod_d sum_c prod_t present_t(c)``) and for one ``Banded`` input with dense
-others; ``Uniform``: ``macs * prod_t prod_k d_{t,k}`` in expectation (inputs
-independent). The output is priced with its format on the dense volume
+others; each ``Uniform`` input multiplies that by its ``prod_k d_k`` (in
+expectation: inputs independent). The output is priced with its format on the dense volume
 (the model does not predict the output's pattern): give the output a dense
 format, or ``output_density``.
 
@@ -31,7 +31,7 @@ import numpy as np
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format
-from mapsearch.sparse.replay import LinkWords, _axis_dims, _links, walk_words
+from mapsearch.sparse.replay import LinkWords, _links, walk_words
 
 
 @dataclass(frozen=True)
@@ -80,40 +80,68 @@ def expected(schedule: Schedule, densities: Mapping[str, object], formats: Mappi
 
 
 def effectual_ops(schedule: Schedule, densities: Mapping[str, object]) -> float:
-    wl = schedule.workload
+    """Expected effectual ops of ``schedule``'s einsum (they do not depend on the schedule)."""
+    return workload_effectual_ops(schedule.workload, densities)
+
+
+def workload_effectual_ops(wl, densities: Mapping[str, object]) -> float:
+    """``uniform_fraction * structured_ops``: exact for fixed structures, in expectation with ``Uniform`` inputs.
+
+    ``Uniform`` inputs are independent of everything else, so each
+    multiplies the count by ``prod d`` (:func:`uniform_fraction`); the rest
+    is counted exactly by :func:`structured_ops`.
+    """
+    return float(uniform_fraction(wl, densities)) * structured_ops(wl, densities)
+
+
+def uniform_fraction(wl, densities: Mapping[str, object]) -> float:
+    """``prod_t prod_k d_{t,k}`` over the ``Uniform`` inputs."""
+    p = 1.0
+    for t in wl.einsum.inputs:
+        d = densities.get(t.name)
+        if isinstance(d, Uniform):
+            p *= float(np.prod(d.densities))
+    return p
+
+
+def structured_ops(wl, densities: Mapping[str, object]) -> int:
+    """Points of the iteration space where every fixed-structured input is present (``Uniform``: as dense).
+
+    Exact for product-form structures (``NofM``/``Dense``:
+    ``prod_d sum_c prod_t present_t(c)``) with at most one ``Banded`` input.
+    """
     ext = wl.extent
     ins = [t.name for t in wl.einsum.inputs]
-    dd = {t: densities.get(t, Dense()) for t in ins}
-    if all(isinstance(dd[t], (Uniform, Dense)) for t in ins):
-        p = 1.0
-        for t in ins:
-            if isinstance(dd[t], Uniform):
-                p *= float(np.prod(dd[t].densities))
-        return wl.macs * p
+    dd = {t: densities.get(t) or Dense() for t in ins}
+    dd = {t: Dense() if isinstance(v, Uniform) else v for t, v in dd.items()}
     banded = [t for t in ins if isinstance(dd[t], Banded)]
     if len(banded) > 1 or not all(isinstance(dd[t], (NofM, Dense, Banded)) for t in ins):
         raise NotImplementedError("the op model takes Uniform/Dense inputs, or NofM/Dense with at most one Banded")
+
+    def dims_of(t):
+        return tuple(ix.dims[0] for ix in wl.tensor(t).indices)
+
     present = {}
     for d in wl.dims:  # product-form presence per dim, from every NofM input
         p = np.ones(ext[d], bool)
         for t in ins:
-            dims = _axis_dims(schedule, t)
+            dims = dims_of(t)
             if d in dims and isinstance(dd[t], NofM):
                 p &= dd[t].mask(dims.index(d), np.arange(ext[d]))
-        present[d] = p.astype(np.float64)
-    total = 1.0
+        present[d] = p.astype(np.int64)
+    total = 1
     rest = list(wl.dims)
     if banded:
         b = dd[banded[0]]
-        da, db = _axis_dims(schedule, banded[0])
+        da, db = dims_of(banded[0])
         rest = [d for d in rest if d not in (da, db)]
-        cs = np.concatenate([[0.0], np.cumsum(present[db])])
+        cs = np.concatenate([[0], np.cumsum(present[db])])
         i = np.arange(ext[da])
         lo = np.clip(i - b.lower, 0, ext[db])
         hi = np.clip(i + b.upper + 1, 0, ext[db])
-        total = float((present[da] * np.maximum(0.0, cs[hi] - cs[lo])).sum())
+        total = int((present[da] * np.maximum(0, cs[hi] - cs[lo])).sum())
     for d in rest:
-        total *= float(present[d].sum())
+        total *= int(present[d].sum())
     return total
 
 

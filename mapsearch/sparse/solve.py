@@ -46,7 +46,7 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 from mapsearch.model.build import build, dimension_chains
-from mapsearch.model.chains import table_footprint
+from mapsearch.model.chains import positional_footprint, table_footprint
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem, UnsupportedProblem, footprint
@@ -56,9 +56,9 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.constraints import Constraints
 from mapsearch.solve.options import SolveOptions
 from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
-from mapsearch.sparse.density import Dense, Uniform
+from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
-from mapsearch.sparse.model import SparseModel, expected
+from mapsearch.sparse.model import SparseModel, expected, structured_ops
 from mapsearch.sparse.replay import LinkWords, TensorWords
 
 TABLE_SCALE = 1 << 24
@@ -118,6 +118,47 @@ def format_terms(fmt: Format, d: Sequence) -> tuple[Term, ...]:
         merged.setdefault((xs, m), [0 * one, 0 * one])[1] += c
     return tuple(Term(p, q, xs, m) for (xs, m), (p, q) in sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), kv[0][1]))
                  if p or q)
+
+
+@dataclass(frozen=True)
+class CountTerm:
+    """``(payload + meta) * prod_{r in xs} x_r * D_level`` words per box (``level`` None: no ``D``)."""
+
+    payload: int
+    meta: int
+    xs: frozenset[int]
+    level: int | None
+
+
+def count_terms(fmt: Format) -> tuple[CountTerm, ...]:
+    """A box's words in ``fmt`` as terms in the counts ``D_k`` themselves (mirrors ``format.words``).
+
+    For fixed-structured densities, whose ``D_k`` are products of per-rank
+    functions of the box's intervals: a ``U`` group multiplies its fibers by
+    its ranks' extents, a ``C`` group's entries are ``D_{b-1}``.
+    """
+    fibers = [(1, frozenset(), None)]
+    meta: list = []
+    entries = fibers
+    a = 0
+    for g, (kind, size) in enumerate(fmt.groups):
+        b = a + size
+        if kind == "U":
+            entries = [(c, xs | frozenset(range(a, b)), lv) for c, xs, lv in fibers]
+        else:
+            entries = [(1, frozenset(), b - 1)]
+            meta += [(c * size, xs, lv) for c, xs, lv in entries]
+        if g + 1 < len(fmt.groups) and fmt.groups[g + 1][0] == "C":
+            meta += entries + fibers
+        fibers = entries
+        a = b
+    merged: dict[tuple, list[int]] = {}
+    for c, xs, lv in entries:
+        merged.setdefault((xs, lv), [0, 0])[0] += c
+    for c, xs, lv in meta:
+        merged.setdefault((xs, lv), [0, 0])[1] += c
+    return tuple(CountTerm(p, q, xs, lv) for (xs, lv), (p, q) in
+                 sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), -1 if kv[0][1] is None else kv[0][1])))
 
 
 def presence(d: Sequence[float], x: Sequence[float], m: int) -> float:
@@ -191,6 +232,8 @@ def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: froze
     n = len(dims)
     if fmt.ndim != n:
         raise ValueError(f"format {fmt.text()} has {fmt.ndim} ranks, {t} has {n}")
+    if isinstance(density, (NofM, Banded)):
+        return structured_measures(problem, t, density, fmt, whole)
     df, dq = _densities(t, density, n)
     ext = [w.extent[d] for d in dims]
     out = []
@@ -236,6 +279,58 @@ def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: froze
     return tuple(out)
 
 
+def _check_ranks(t: str, density, ndim: int) -> None:
+    """One line when a density's rank count does not match its tensor's."""
+    if isinstance(density, Uniform) and len(density.densities) != ndim:
+        raise ValueError(f"{t}: {len(density.densities)} densities for {ndim} ranks")
+    if isinstance(density, NofM) and not len(density.n) == len(density.m) == ndim:
+        raise ValueError(f"{t}: NofM has {len(density.n)} ranks, {t} has {ndim}")
+    if isinstance(density, Banded) and ndim != 2:
+        raise ValueError(f"{t}: Banded is a matrix density, {t} has {ndim} ranks")
+
+
+def structured_measures(problem: Problem, t: str, density, fmt: Format, whole: frozenset[str]) -> tuple[Measure, ...]:
+    """Exact terms of a fixed-structured ``t`` (``NofM``, ``Banded``) as per-dimension footprints.
+
+    ``D_k`` of a box is ``prod_r g_{k,r}([lo_r, hi_r))`` (``density.box_factors``),
+    so a :class:`CountTerm` ``c * prod_{r in xs} x_r * D_k`` is the product over
+    ranks of ``g_{k,r}`` times ``x_r`` for ``r`` in ``xs``: a positional
+    footprint where ``g`` depends on where the piece lies, the axis footprint
+    or one per piece otherwise. The sums over a link's transfers are integers
+    the chains compute piece by piece: exact, no table, no scale.
+    """
+    w = problem.workload
+    access = w.tensor(t)
+    dims = _rank_dims(problem, t)
+    shape = tuple(w.extent[d] for d in dims)
+    whole_ranks = frozenset(r for r, d in enumerate(dims) if d in whole)
+    try:
+        factors = {k: density.box_factors(k, shape, whole_ranks) for k in range(len(dims))}
+    except ValueError as e:
+        raise UnsupportedProblem(
+            f"sparse solve: {t} ({type(density).__name__}): {e}; hold {dims[0]} or {dims[1]} whole "
+            "(tile limits in the constraints) or search with Uniform of its mean density") from None
+    out = []
+    for term in count_terms(fmt):
+        fps = {}
+        for r, d in enumerate(dims):
+            g = None if term.level is None else factors[term.level][r]
+            times_x = r in term.xs
+            if g is None:
+                fps[d] = footprint(access, d, w) if times_x else UNIT
+            elif g == "x" and not times_x:
+                fps[d] = footprint(access, d, w)
+            else:
+                base = (lambda lo, hi: hi - lo) if g == "x" else g
+                fn = (lambda lo, hi, b=base: b(lo, hi) * (hi - lo)) if times_x else base
+                # The name is the function's identity (chains are cached by footprint).
+                name = f"{density!r}:{shape}:whole{sorted(whole_ranks)}:r{r}:D{term.level}:x{int(times_x)}"
+                fps[d] = positional_footprint(name, fn)
+        coef = Fraction(term.payload + term.meta)
+        out.append(Measure(t, float(term.payload), float(term.meta), coef, tuple(sorted(fps.items())), 1, 0.0))
+    return tuple(out)
+
+
 # ----------------------------------------------------------------------------- the result
 @dataclass(frozen=True)
 class SparseSolveResult:
@@ -266,11 +361,14 @@ class SparseSolveResult:
 
 # ----------------------------------------------------------------------------- the solve
 def effectual_ops(problem: Problem, densities: Mapping[str, object]) -> Fraction:
-    """``macs * prod_t prod_k d_{t,k}`` over the inputs (independent ``Uniform`` inputs, in expectation)."""
-    p = Fraction(problem.workload.macs)
-    for t in problem.workload.einsum.inputs:
-        _, dq = _densities(t.name, densities.get(t.name), len(t.indices))
-        p *= math.prod(dq, start=Fraction(1))
+    """Expected effectual ops as a rational: ``prod`` of the ``Uniform`` inputs' densities
+    times the exact count of points where every fixed-structured input is present."""
+    w = problem.workload
+    p = Fraction(structured_ops(w, densities))
+    for t in w.einsum.inputs:
+        if isinstance(densities.get(t.name), Uniform):
+            _, dq = _densities(t.name, densities[t.name], len(t.indices))
+            p *= math.prod(dq, start=Fraction(1))
     return p
 
 
@@ -296,6 +394,8 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
     if formats.get(out) is not None and formats[out].compressed:
         raise UnsupportedProblem(f"sparse solve: the output {out} is priced dense; give it an uncompressed format")
     dens = {t: (None if t == out else densities.get(t)) for t in w.tensor_names}
+    for t in w.einsum.inputs:
+        _check_ranks(t.name, dens[t.name], len(t.indices))
     whole = _held_whole(problem, constraints)
     eff = effectual_ops(problem, {t: dens[t] for t in w.tensor_names})
     # Tables are scaled as finely as the model's 62-bit bounds allow at this size.

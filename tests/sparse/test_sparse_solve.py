@@ -22,7 +22,7 @@ import brute_force as bf
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.solve.options import SolveOptions
 from mapsearch.solve.run import solve
-from mapsearch.sparse.density import Dense, NofM, Uniform
+from mapsearch.sparse.density import Dense, Uniform
 from mapsearch.sparse.format import Format, ciss, coo, csf, csr, dense, words
 from mapsearch.sparse.model import expected
 from mapsearch.sparse.solve import format_terms, solve_sparse, term_value
@@ -158,5 +158,4 @@ def test_refusals():
     w = Workload.from_text("mt", "Y[i,f] += A[i,k,l] * B[k,f] * C[l,f]", {"i": 4, "k": 5, "l": 6, "f": 3})
     with pytest.raises(UnsupportedProblem, match="jointly"):
         solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": Uniform((0.5, 0.5, 0.5))}, {"A": ciss(3)})
-    with pytest.raises(UnsupportedProblem, match="NofM"):
-        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": NofM((1, 1, 1), (2, 2, 2))}, {"A": coo(3)})
+    # NofM and Banded are searched exactly: tests/sparse/test_structured_solve.py.

@@ -5,6 +5,7 @@
                     [--workers N] [--seed N] [--replay-mode count|events|data]
                     [--link-energy NAME=COST ...] [--op-energy X]
                     [--dram-rows off|tiebreak|before-words] [--max-dram-rows N] [--dram-layouts FILE.yaml]
+                    [--density T=SPEC ...] [--format T=FMT ...] [--sparse-seed N] [--no-sparse-replay]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
     mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
     mapsearch trace SCHEDULE.json [--format ramulator2|ramulator1|dramsim3] [-o FILE] [--layouts FILE.yaml]
@@ -304,6 +305,22 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--max-dram-rows", metavar="N", type=int, help="require at most N DRAM row openings")
     solve.add_argument("--dram-layouts", metavar="FILE.yaml",
                        help="fix tensors' DRAM layouts (a 'layouts:' mapping as for trace); the others are chosen")
+    sparse = solve.add_argument_group(
+        "sparse (single einsums; docs/sparse-solver.md)",
+        "With --density or a compressed --format the search minimises the expected time, then words, of the "
+        "tensors' nonzeros and metadata (--objective time|words), then replays the schedule on inputs sampled "
+        "from their densities.")
+    sparse.add_argument(
+        "--density", metavar="T=SPEC", action="append", default=[],
+        help="density of input T (repeatable; others dense): dense | uniform:D,... (one per rank, the notebook's "
+        "fromRandom; figures are expectations) | nofm:N/M[@OFFSET],... (one per rank) | banded:LOWER,UPPER (exact)")
+    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT", action="append", default=[],
+                        help="format of tensor T (repeatable; others dense): CSR, CSF, COO, CISS, dense or one letter "
+                        "U/C per rank, e.g. UC")
+    sparse.add_argument("--sparse-seed", metavar="N", type=int,
+                        help="seed of the sampled inputs of the sparse replay (input i uses N+i; default 0)")
+    sparse.add_argument("--no-sparse-replay", action="store_true",
+                        help="skip the sparse replay on sampled data (the dense replay still runs)")
     solve.set_defaults(func=_cmd_solve)
 
     replay = sub.add_parser(

@@ -160,7 +160,8 @@ def _tensor_access(workload: Workload, option: str, name: str, item: str, inputs
 
 
 def parse_densities(items: Sequence[str] | None, workload: Workload) -> dict[str, Density]:
-    """``--density`` values -> density per input tensor (once each; not the output).
+    """``--density`` values -> density per tensor (once each). The output's is an assumption about
+    its pattern, for pricing a compressed output format (``solve_sparse(output_density=)``).
 
     >>> w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 4, "n": 4, "k": 4})
     >>> parse_densities(["A=uniform:0.5,1/4"], w)
@@ -169,7 +170,7 @@ def parse_densities(items: Sequence[str] | None, workload: Workload) -> dict[str
     out: dict[str, Density] = {}
     for item in items or ():
         name, spec = split_assignment("--density", item)
-        access = _tensor_access(workload, "--density", name, item, inputs_only=True)
+        access = _tensor_access(workload, "--density", name, item, inputs_only=False)
         option = f"--density {name}"
         if name in out:
             raise UsageError(option, f"one density per tensor; {name} already has {density_text(out[name])}", item)

@@ -373,12 +373,15 @@ def effectual_ops(problem: Problem, densities: Mapping[str, object]) -> Fraction
 
 
 def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Mapping[str, Format] | None = None,
-                 constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions()) -> SparseSolveResult:
+                 constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
+                 output_density=None) -> SparseSolveResult:
     """Fewest expected time, then expected words (``options.objective="words"``: words only).
 
-    ``densities`` per input (``Uniform`` or ``Dense``; missing: dense);
-    ``formats`` per tensor (missing: dense). The output is priced dense, as
-    :func:`mapsearch.sparse.model.expected` does. Raises
+    ``densities`` per input (``Uniform``, ``NofM``, ``Banded`` or ``Dense``;
+    missing: dense); ``formats`` per tensor (missing: dense). The output is
+    priced dense unless ``output_density`` says what pattern to assume for it
+    (needed for a compressed output format; the same argument as
+    :func:`mapsearch.sparse.model.expected`'s). Raises
     :class:`SparseCheckError` if the closed form disagrees with the walk.
     """
     start = time.perf_counter()
@@ -391,13 +394,14 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
     w = problem.workload
     out = w.einsum.output.name
     formats = dict(formats or {})
-    if formats.get(out) is not None and formats[out].compressed:
-        raise UnsupportedProblem(f"sparse solve: the output {out} is priced dense; give it an uncompressed format")
-    dens = {t: (None if t == out else densities.get(t)) for t in w.tensor_names}
-    for t in w.einsum.inputs:
+    if formats.get(out) is not None and formats[out].compressed and output_density is None:
+        raise UnsupportedProblem(f"sparse solve: the output {out} has a compressed format; say what pattern to assume "
+                                 "for it (output_density), or give it an uncompressed format")
+    dens = {t: (output_density if t == out else densities.get(t)) for t in w.tensor_names}
+    for t in w.tensors:
         _check_ranks(t.name, dens[t.name], len(t.indices))
     whole = _held_whole(problem, constraints)
-    eff = effectual_ops(problem, {t: dens[t] for t in w.tensor_names})
+    eff = effectual_ops(problem, {t.name: dens[t.name] for t in w.einsum.inputs})
     # Tables are scaled as finely as the model's 62-bit bounds allow at this size.
     for table_scale in TABLE_SCALES:
         try:
@@ -420,7 +424,7 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
                                   coarse=lambda left: _coarse_solution(enc, options, left))
     links = _links(problem, measures, values)
     compute_time = float(eff * problem.architecture.compute.clocks_per_call)
-    check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats)
+    check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats, output_density)
     tol = _check(links, check, measures, values)
     status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
     return SparseSolveResult(schedule, status, options.objective, tuple(phases), links, float(eff), compute_time,

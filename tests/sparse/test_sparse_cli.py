@@ -149,6 +149,14 @@ def test_nofm_replay_equals_the_model_exactly(capsys, matmul, tmp_path):
     assert out.exists()
 
 
+def test_compressed_output_with_its_density(capsys, matmul, tmp_path):
+    """A's rows 1 of 2 and B's columns 1 of 2 (k dense) make Z exactly nofm:1/2,1/2: its COO words are exact too."""
+    r = solve_json(capsys, matmul, ARCH, "--density", "A=nofm:1/2,4/4", "--density", "B=nofm:4/4,1/2",
+                   "--density", "Z=nofm:1/2,1/2", "--format", "A=CSR", "--format", "Z=COO")
+    _assert_replay_equals_model(r)
+    assert r["links"][0]["tensors"]["Z"]["payload_up"] == 16 * 8  # Z's 128 nonzeros stored to DRAM once
+
+
 def test_banded_with_a_dimension_held_whole_is_exact(capsys, matmul, tmp_path):
     cons = tmp_path / "k-whole.yaml"
     cons.write_text("tiles:\n  innermost: {k: 32}\n  GLB: {k: 32}\n")
@@ -197,7 +205,7 @@ def test_failed_data_check_exits_1(capsys, matmul, tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- bad input: exit 2, one line, nothing written
 @pytest.mark.parametrize("argv, words", [
     (["--density", "Q=dense"], ["--density Q", "a tensor of", "A, B"]),
-    (["--density", "Z=uniform:0.5,0.5"], ["--density Z", "the output"]),
+    (["--density", "Z=uniform:0.5"], ["--density Z", "2 densities", "Z[m,n]"]),  # the output's: an assumption, checked the same
     (["--density", "A=uniform:0.5"], ["--density A", "2 densities", "A[m,k]"]),
     (["--density", "A=uniform:1.5,0.2"], ["--density A", "[0, 1]", "1.5"]),
     (["--density", "A=uniform:-0.1,0.2"], ["--density A", "[0, 1]"]),
@@ -210,7 +218,7 @@ def test_failed_data_check_exits_1(capsys, matmul, tmp_path, monkeypatch):
     (["--density", "A=dense", "--density", "A=uniform:1,1"], ["--density A", "one density per tensor"]),
     (["--format", "A=UCC"], ["--format A", "2 letter(s) U/C", "UCC"]),
     (["--format", "W=CSR"], ["--format W", "a tensor of"]),
-    (["--format", "Z=CSR"], ["output Z", "uncompressed"]),  # the solver's UnsupportedProblem
+    (["--format", "Z=CSR"], ["output Z", "compressed", "output_density"]),  # the solver's UnsupportedProblem
     (["--density", "A=banded:1,1"], ["Banded", "hold m or k whole"]),  # UnsupportedProblem: nothing held whole
     (["--density", "A=dense", "--objective", "energy"], ["--objective", "time or words"]),
     (["--density", "A=dense", "--min-utilization", "0.5"], ["--min-utilization", "dense-model option"]),

@@ -153,10 +153,10 @@ def _data(w, dens, seed=0):
     return out
 
 
-def _assert_exact(r, w, dens, fmts):
+def _assert_exact(r, w, dens, fmts, output_density=None):
     """The solver's words equal the replay's on the density's data, tensor by tensor; ops and data too."""
     rp = replay_sparse(r.schedule, _data(w, dens), fmts)
-    walk = expected(r.schedule, dens, fmts)
+    walk = expected(r.schedule, dens, fmts, output_density)
     assert r.tolerance == 1e-9  # no table: integer sums
     for mine, real, other in zip(r.links, rp.links, walk.links):
         for tm in mine.tensors:
@@ -247,9 +247,45 @@ def test_mixed_uniform_and_structured_ops():
     assert r.effectual_ops == pytest.approx(6 * 5 * 4 * 0.5 * 0.4)
 
 
+@pytest.mark.parametrize("fmt", [csr(2), coo(2), csf(2), ciss(2)])
+def test_compressed_output_is_exact_on_data(fmt):
+    """Z = A B of product-form NofM inputs is itself NofM: rows from A's rank 0, columns from B's rank 1.
+
+    The replay counts a compressed output with the result's real pattern, so
+    the solver (told that pattern) must match it exactly, stores and partial-sum
+    reloads included.
+    """
+    w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 11, "n": 9, "k": 8})
+    dens = {"A": NofM((1, 2), (3, 4), (1, 0)), "B": NofM((2, 1), (4, 2), (0, 1))}
+    fmts = {"A": csr(2), "B": coo(2), "Z": fmt}
+    z = NofM((1, 1), (3, 2), (1, 1))
+    for objective in ("time", "words"):
+        r = solve_sparse(Problem(w, _arch([None, 90, 24])), dens, fmts, options=SolveOptions(objective=objective, time_limit=20),
+                         output_density=z)
+        rp = _assert_exact(r, w, dens, fmts, z)
+        assert rp.result.nnz == 16  # rows 1, 4, 7, 10 (of 11) x columns 1, 3, 5, 7 (of 9), by hand
+
+
 def test_refusals():
     w = Workload.from_text("mv", "y[i] += A[i,j] * x[j]", {"i": 8, "j": 9})
     with pytest.raises(UnsupportedProblem, match="jointly"):
         solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": Banded(1, 1)}, {"A": csr(2)})
     with pytest.raises(ValueError, match="ranks"):
         solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": NofM((1,), (2,))}, {"A": csr(2)})
+    with pytest.raises(UnsupportedProblem, match="output_density"):
+        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": NofM((1, 1), (2, 1))}, {"A": csr(2), "y": coo(1)})
+
+
+def test_uniform_output_density_equals_the_walk():
+    """A CSF output under Uniform needs a fiber table on its dims (stores and reloads less first visits)."""
+    w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 10, "n": 13, "k": 7})
+    dens, fmts = {"A": Uniform((0.8, 0.5))}, {"A": csr(2), "Z": csf(2)}
+    z = Uniform((0.9, 0.3))
+    r = solve_sparse(Problem(w, _arch([None, 90, 24])), dens, fmts, options=SolveOptions(time_limit=20), output_density=z)
+    walk = expected(r.schedule, dens, fmts, z)
+    assert r.tolerance > 1e-9  # a table term
+    for mine, other in zip(r.links, walk.links):
+        z_mine, z_walk = mine.tensor("Z"), other.tensor("Z")
+        assert z_mine.meta_up == pytest.approx(z_walk.meta_up, rel=r.tolerance) and z_walk.meta_up > 0
+        assert z_mine.meta_down == pytest.approx(z_walk.meta_down, rel=r.tolerance, abs=1e-9)
+        assert mine.words == pytest.approx(other.words, rel=r.tolerance)

@@ -3,7 +3,10 @@ r"""Search with the density model: the schedule of fewest expected time and word
 ``solve_sparse(problem, densities, formats)`` builds the dense CP-SAT model
 (tiles, orders, keep/bypass, dense capacity) and replaces its objective by
 the **expected** link words and compute time of the tensors' formats under
-``Uniform`` densities (the notebook's ``fromRandom``; ``Dense`` is all ones).
+``Uniform`` densities (the notebook's ``fromRandom``; ``Dense`` is all ones),
+or the **exact** ones under fixed structures (``NofM``, ``Banded``: see
+:func:`structured_measures`; their counts depend on where a tile lies, which
+positional footprints carry).
 
 Why it is linear in quantities the model already counts exactly. For a box
 with extents ``x`` (rank order = axis order, ranks ``0..n-1``), ``Uniform``

@@ -275,6 +275,15 @@ def nests(w: Workload, arch: Architecture) -> Iterator[tuple[dict[str, tuple[int
             yield tiles, orders
 
 
+def fitting_schedules(w: Workload, arch: Architecture) -> Iterator[Schedule]:
+    """Every schedule of the family (tilings, orders, keep choices; homes at the top) that fits every level."""
+    home_of = {t: 0 for t in w.tensor_names}
+    for tiles, orders in nests(w, arch):
+        for keeps in keep_choices(w, arch, {}):
+            if _fits(arch, _occupancy(w, arch, home_of, tiles, keeps)):
+                yield make_schedule(w, arch, {}, tiles, orders, keeps)
+
+
 def _fast_key(objective: Objective, arch: Architecture, down: Sequence[int], up: Sequence[int], calls: int,
               compute_time: Fraction) -> tuple[Fraction, ...] | None:
     """``objective.key`` from per-link totals (the hot loop); the optimum is re-checked on full figures."""

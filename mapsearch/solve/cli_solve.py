@@ -188,6 +188,37 @@ def _solve_tree(args: argparse.Namespace, tree) -> tuple:
     return result, options, lines
 
 
+def _run_solver(args: argparse.Namespace, attempt):
+    """``attempt()``, or ``EXIT_TIMEOUT`` after one line when the solver ran out of time.
+
+    An infeasible problem is re-raised with the requirements that conflict
+    (:func:`_with_core`); the CLI prints it as one line and exits 2.
+    """
+    try:
+        return attempt()
+    except InfeasibleError as e:
+        raise _with_core(e) from e
+    except SolverTimeout as e:
+        if getattr(args, "debug", False):
+            raise
+        print(f"mapsearch: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_TIMEOUT
+
+
+def _replay_or_exit(args: argparse.Namespace, schedule, mode: str):
+    """The simulator's replay of ``schedule``, or ``EXIT_MISMATCH`` after one line when it fails there."""
+    from mapsearch.sim.replay import replay
+
+    try:
+        return replay(schedule, mode=mode)
+    except SimulatorError as e:
+        print(f"mapsearch: REPLAY MISMATCH: the solved schedule fails in the simulator ({mode} mode): "
+              f"{' '.join(str(e).split())}", file=sys.stderr)
+        if getattr(args, "debug", False):
+            raise
+        return EXIT_MISMATCH
+
+
 def _with_core(e: InfeasibleError) -> InfeasibleError:
     """The error, its message naming every requirement of the core."""
     message = " ".join(str(e).split())
@@ -247,40 +278,30 @@ def run(args: argparse.Namespace) -> int:
             return code
     else:
         _warn_sparse_only(args)
-    paths_note = ""
-    try:
+
+    def attempt() -> tuple:
         tree = _multi_path_tree(args.architecture)
         if tree is not None:
-            result, options, paths_note = _solve_tree(args, tree)
-        else:
-            workload, architecture, homes = load_problem(args.workload, args.architecture)
-            problem = Problem(workload, architecture, tuple(homes.items()))
-            constraints = _constraints(args, problem)
-            options = options_from_args(args, architecture)
-            options = _with_dram_layouts(args, options, workload, architecture)
-            result = solve(problem, constraints, options)
-    except InfeasibleError as e:
-        raise _with_core(e) from e
-    except SolverTimeout as e:
-        if getattr(args, "debug", False):
-            raise
-        print(f"mapsearch: {' '.join(str(e).split())}", file=sys.stderr)
-        return EXIT_TIMEOUT
+            return _solve_tree(args, tree)
+        workload, architecture, homes = load_problem(args.workload, args.architecture)
+        problem = Problem(workload, architecture, tuple(homes.items()))
+        constraints = _constraints(args, problem)
+        options = options_from_args(args, architecture)
+        options = _with_dram_layouts(args, options, workload, architecture)
+        return solve(problem, constraints, options), options, ""
+
+    solved = _run_solver(args, attempt)
+    if isinstance(solved, int):
+        return solved
+    result, options, paths_note = solved
 
     schedule = result.schedule
     if schedule.predicted is None:
         raise MapsearchError("the solver returned a schedule without predicted figures; nothing to check the replay against")
 
-    from mapsearch.sim.replay import replay
-
-    try:
-        replayed = replay(schedule, mode=mode)
-    except SimulatorError as e:
-        print(f"mapsearch: REPLAY MISMATCH: the solved schedule fails in the simulator ({mode} mode): "
-              f"{' '.join(str(e).split())}", file=sys.stderr)
-        if getattr(args, "debug", False):
-            raise
-        return EXIT_MISMATCH
+    replayed = _replay_or_exit(args, schedule, mode)
+    if isinstance(replayed, int):
+        return replayed
 
     mismatches = differences(schedule.predicted, replayed.figures)
     rows = dram_rows_check(schedule)
@@ -559,7 +580,6 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
 
 def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | None:
     """``solve`` with the density model; None when the flags ask for nothing sparse (only dense formats)."""
-    from mapsearch.sim.replay import replay
     from mapsearch.sparse.cli_args import all_exact, is_sparse, parse_densities, parse_formats
     from mapsearch.sparse.replay import replay_sparse
     from mapsearch.sparse.solve import solve_sparse
@@ -581,26 +601,16 @@ def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | 
     constraints = _constraints(args, problem)
     options = options_from_args(args, architecture)
     out = workload.einsum.output.name
-    try:
-        result = solve_sparse(problem, {t: d for t, d in densities.items() if t != out}, formats, constraints, options,
-                              output_density=densities.get(out))
-    except InfeasibleError as e:
-        raise _with_core(e) from e
-    except SolverTimeout as e:
-        if getattr(args, "debug", False):
-            raise
-        print(f"mapsearch: {' '.join(str(e).split())}", file=sys.stderr)
-        return EXIT_TIMEOUT
+    result = _run_solver(args, lambda: solve_sparse(problem, {t: d for t, d in densities.items() if t != out}, formats,
+                                                    constraints, options, output_density=densities.get(out)))
+    if isinstance(result, int):
+        return result
 
     schedule = result.schedule
-    try:  # the dense figures go into the schedule file: the simulator reproduces them, as for a dense solve
-        dense_replay = replay(schedule, mode=mode)
-    except SimulatorError as e:
-        print(f"mapsearch: REPLAY MISMATCH: the solved schedule fails in the simulator ({mode} mode): "
-              f"{' '.join(str(e).split())}", file=sys.stderr)
-        if getattr(args, "debug", False):
-            raise
-        return EXIT_MISMATCH
+    # The dense figures go into the schedule file: the simulator reproduces them, as for a dense solve.
+    dense_replay = _replay_or_exit(args, schedule, mode)
+    if isinstance(dense_replay, int):
+        return dense_replay
     dense_mismatches = differences(schedule.predicted, dense_replay.figures)
 
     exact = all_exact(workload, densities)

@@ -13,12 +13,12 @@
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import brute_force as bf
+from sparse_cases import random_case, small_arch
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.solve.options import SolveOptions
 from mapsearch.solve.run import solve
@@ -26,16 +26,9 @@ from mapsearch.sparse.density import Dense, Uniform
 from mapsearch.sparse.format import Format, ciss, coo, csf, csr, dense, words
 from mapsearch.sparse.model import expected
 from mapsearch.sparse.solve import format_terms, solve_sparse, term_value
-from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
 
 PRESETS = (csr, csf, coo, ciss, dense)
-
-
-def _arch(caps, clocks=Fraction(1)) -> Architecture:
-    names = ["DRAM", "L1", "L0"][-len(caps):]
-    levels = tuple(Level(names[i], caps[i], None if i == 0 else Link()) for i in range(len(caps)))
-    return Architecture("a", levels, Compute((), clocks), False)
 
 
 def _fmt(rng: random.Random, n: int) -> Format:
@@ -59,22 +52,13 @@ def test_terms_equal_the_format_count():
 
 
 def _case(rng: random.Random):
-    kind = rng.choice(["mm", "spmv", "mttkrp"])
-    if kind == "mm":
-        w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {d: rng.randint(2, 10) for d in "mnk"})
-    elif kind == "spmv":
-        w = Workload.from_text("mv", "y[i] += A[i,j] * x[j]", {"i": rng.randint(2, 24), "j": rng.randint(2, 24)})
-    else:
-        w = Workload.from_text("mt", "Y[i,f] += A[i,k,l] * B[k,f] * C[l,f]", {d: rng.randint(2, 6) for d in "iklf"})
-    depth = rng.choice([2, 3])
-    caps = [None] + sorted((rng.randint(12, 200) for _ in range(depth - 1)), reverse=True)
-    dens, fmts = {}, {}
-    for t in w.einsum.inputs:
-        n = len(t.indices)
-        dens[t.name] = Uniform(tuple(round(rng.uniform(0.05, 1.0), 2) for _ in range(n))) if rng.random() < 0.8 else Dense()
-        # CSF/CISS of a 3-rank tensor count fibers whose presence depends on two tiles jointly (unsupported).
-        fmts[t.name] = _fmt(rng, n) if n < 3 else rng.choice([coo(3), dense(3), csr(3)])
-    return w, _arch(caps), dens, fmts
+    def density(rng, t, ext):
+        return Uniform(tuple(round(rng.uniform(0.05, 1.0), 2) for _ in ext)) if rng.random() < 0.8 else Dense()
+
+    def fmt(rng, n):  # CSF/CISS of a 3-rank tensor count fibers whose presence depends on two tiles jointly (unsupported)
+        return _fmt(rng, n) if n < 3 else rng.choice([coo(3), dense(3), csr(3)])
+
+    return random_case(rng, ("mt", "Y[i,f] += A[i,k,l] * B[k,f] * C[l,f]", "iklf"), density, fmt)
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -104,7 +88,7 @@ def test_linear_formats_are_exact():
     """COO, CSR of a matrix and dense need no table: the check holds to float rounding."""
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 9, "n": 7, "k": 11})
     dens = {"A": Uniform((0.7, 0.2)), "B": Uniform((0.5, 0.5))}
-    r = solve_sparse(Problem(w, _arch([None, 100, 16])), dens, {"A": csr(2), "B": coo(2)})
+    r = solve_sparse(Problem(w, small_arch([None, 100, 16])), dens, {"A": csr(2), "B": coo(2)})
     assert r.tolerance == 1e-9
     for mine, walk in zip(r.links, r.check.links):
         assert mine.words == pytest.approx(walk.words, rel=1e-12)
@@ -122,18 +106,11 @@ BRUTE = [
 @pytest.mark.parametrize("text,extents,caps,dens,fmts", BRUTE)
 def test_fewest_expected_words_equal_brute_force(text, extents, caps, dens, fmts):
     w = Workload.from_text("w", text, extents)
-    arch = _arch(caps)
+    arch = small_arch(caps)
     r = solve_sparse(Problem(w, arch), dens, fmts, options=SolveOptions(objective="words", time_limit=30))
     assert r.status == "OPTIMAL"
-    home_of = {t: 0 for t in w.tensor_names}
-    best, n = None, 0
-    for tiles, orders in bf.nests(w, arch):
-        for keeps in bf.keep_choices(w, arch, {}):
-            if not bf._fits(arch, bf._occupancy(w, arch, home_of, tiles, keeps)):
-                continue
-            n += 1
-            v = expected(bf.make_schedule(w, arch, {}, tiles, orders, keeps), dens, fmts).words_total
-            best = v if best is None else min(best, v)
+    scores = [expected(schedule, dens, fmts).words_total for schedule in bf.fitting_schedules(w, arch)]
+    best, n = min(scores), len(scores)
     print(f"{text} {extents}: solver {r.words_total:.6f}, brute force {best:.6f} over {n} schedules")
     assert r.words_total == pytest.approx(best, rel=1e-7)
     assert float(r.phases[-1].value) == pytest.approx(best, rel=1e-6)
@@ -142,7 +119,7 @@ def test_fewest_expected_words_equal_brute_force(text, extents, caps, dens, fmts
 def test_sparse_optimum_differs_from_dense():
     """A at 2% density in COO: the dense optimum keeps A close; the sparse one re-reads A and reuses B and Z."""
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 32, "n": 24, "k": 32})
-    arch = _arch([None, 600, 40])
+    arch = small_arch([None, 600, 40])
     dens, fmts = {"A": Uniform((0.2, 0.1))}, {"A": coo(2)}
     opts = SolveOptions(objective="words", time_limit=30)
     d = solve(Problem(w, arch), options=opts).schedule
@@ -157,5 +134,5 @@ def test_sparse_optimum_differs_from_dense():
 def test_refusals():
     w = Workload.from_text("mt", "Y[i,f] += A[i,k,l] * B[k,f] * C[l,f]", {"i": 4, "k": 5, "l": 6, "f": 3})
     with pytest.raises(UnsupportedProblem, match="jointly"):
-        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": Uniform((0.5, 0.5, 0.5))}, {"A": ciss(3)})
+        solve_sparse(Problem(w, small_arch([None, 64, 16])), {"A": Uniform((0.5, 0.5, 0.5))}, {"A": ciss(3)})
     # NofM and Banded are searched exactly: tests/sparse/test_structured_solve.py.

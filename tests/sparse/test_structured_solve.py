@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import brute_force as bf
+from sparse_cases import random_case, small_arch
 from mapsearch.model import chains as C
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.solve.constraints import Constraints, TileLimit
@@ -29,16 +29,9 @@ from mapsearch.sparse import Banded, Dense, NofM, Uniform, ciss, coo, csf, csr, 
 from mapsearch.sparse.format import Format, words
 from mapsearch.sparse.model import expected
 from mapsearch.sparse.solve import count_terms, solve_sparse
-from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
 
 PRESETS = (csr, csf, coo, ciss, dense)
-
-
-def _arch(caps) -> Architecture:
-    names = ["DRAM", "L1", "L0"][-len(caps):]
-    levels = tuple(Level(names[i], caps[i], None if i == 0 else Link()) for i in range(len(caps)))
-    return Architecture("a", levels, Compute((), Fraction(1)), False)
 
 
 def _split_walk(extent: int, tiles) -> list[list[tuple[int, int]]]:
@@ -126,23 +119,10 @@ def _structured(rng: random.Random, n: int, extents):
 
 
 def _case(rng: random.Random):
-    kind = rng.choice(["mm", "spmv", "ttm"])
-    if kind == "mm":
-        w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {d: rng.randint(2, 10) for d in "mnk"})
-    elif kind == "spmv":
-        w = Workload.from_text("mv", "y[i] += A[i,j] * x[j]", {"i": rng.randint(2, 24), "j": rng.randint(2, 24)})
-    else:
-        # (MTTKRP's B and C share f, which the replay's join does not take as one einsum; TTM has a 3-rank A too.)
-        w = Workload.from_text("ttm", "Y[i,j,f] += A[i,j,k] * B[k,f]", {d: rng.randint(2, 6) for d in "ijkf"})
-    depth = rng.choice([2, 3])
-    caps = [None] + sorted((rng.randint(12, 200) for _ in range(depth - 1)), reverse=True)
-    dens, fmts = {}, {}
-    for t in w.einsum.inputs:
-        n = len(t.indices)
-        ext = [w.extent[ix.dims[0]] for ix in t.indices]
-        dens[t.name] = _structured(rng, n, ext) if rng.random() < 0.8 else Dense()
-        fmts[t.name] = rng.choice([f for f in PRESETS if not (f is csr and n < 2)])(n)  # CSF/CISS of 3 ranks too
-    return w, _arch(caps), dens, fmts
+    # (MTTKRP's B and C share f, which the replay's join does not take as one einsum; TTM has a 3-rank A too.)
+    return random_case(rng, ("ttm", "Y[i,j,f] += A[i,j,k] * B[k,f]", "ijkf"),
+                       lambda rng, t, ext: _structured(rng, len(ext), ext) if rng.random() < 0.8 else Dense(),
+                       lambda rng, n: rng.choice([f for f in PRESETS if not (f is csr and n < 2)])(n))  # CSF/CISS of 3 ranks
 
 
 def _data(w, dens, seed=0):
@@ -188,7 +168,7 @@ def test_banded_with_a_whole_rank_is_exact(whole, fmt):
     w = Workload.from_text("mv", "y[i] += A[i,j] * x[j]", {"i": 20, "j": 14})
     c = Constraints(tiles=tuple(TileLimit(level, whole, w.extent[whole], w.extent[whole]) for level in ("L1", "L0")))
     dens = {"A": Banded(2, 3)}
-    r = solve_sparse(Problem(w, _arch([None, 200, 60])), dens, {"A": fmt}, c, options=SolveOptions(time_limit=20))
+    r = solve_sparse(Problem(w, small_arch([None, 200, 60])), dens, {"A": fmt}, c, options=SolveOptions(time_limit=20))
     assert r.status == "OPTIMAL"
     _assert_exact(r, w, dens, {"A": fmt})
     assert r.effectual_ops == 78  # band rows 0..19 within 14 columns, by hand: sum_i |[i-2, i+3] ∩ [0,14)|
@@ -206,18 +186,11 @@ BRUTE = [
 @pytest.mark.parametrize("text,extents,caps,dens,fmts", BRUTE)
 def test_fewest_words_equal_brute_force(text, extents, caps, dens, fmts):
     w = Workload.from_text("w", text, extents)
-    arch = _arch(caps)
+    arch = small_arch(caps)
     r = solve_sparse(Problem(w, arch), dens, fmts, options=SolveOptions(objective="words", time_limit=30))
     assert r.status == "OPTIMAL"
-    home_of = {t: 0 for t in w.tensor_names}
-    best, n = None, 0
-    for tiles, orders in bf.nests(w, arch):
-        for keeps in bf.keep_choices(w, arch, {}):
-            if not bf._fits(arch, bf._occupancy(w, arch, home_of, tiles, keeps)):
-                continue
-            n += 1
-            v = expected(bf.make_schedule(w, arch, {}, tiles, orders, keeps), dens, fmts).words_total
-            best = v if best is None else min(best, v)
+    scores = [expected(schedule, dens, fmts).words_total for schedule in bf.fitting_schedules(w, arch)]
+    best, n = min(scores), len(scores)
     print(f"{text} {extents}: solver {r.words_total}, brute force {best} over {n} schedules")
     assert r.words_total == best
     assert float(r.phases[-1].value) == best
@@ -226,7 +199,7 @@ def test_fewest_words_equal_brute_force(text, extents, caps, dens, fmts):
 def test_structure_changes_the_optimum():
     """2:4 along k: a CSR A holds half of k; the structure-aware schedule moves fewer words than the dense one."""
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 24, "n": 16, "k": 32})
-    arch = _arch([None, 400, 40])
+    arch = small_arch([None, 400, 40])
     dens, fmts = {"A": NofM((1, 2), (1, 4))}, {"A": csr(2)}
     opts = SolveOptions(objective="words", time_limit=30)
     from mapsearch.solve.run import solve
@@ -242,7 +215,7 @@ def test_mixed_uniform_and_structured_ops():
     """A Uniform input scales the structured count by its density product (in expectation)."""
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 6, "n": 5, "k": 8})
     dens = {"A": NofM((1, 2), (1, 4)), "B": Uniform((0.5, 0.4))}
-    r = solve_sparse(Problem(w, _arch([None, 100, 20])), dens, {"A": csr(2), "B": coo(2)},
+    r = solve_sparse(Problem(w, small_arch([None, 100, 20])), dens, {"A": csr(2), "B": coo(2)},
                      options=SolveOptions(time_limit=10))
     assert r.effectual_ops == pytest.approx(6 * 5 * 4 * 0.5 * 0.4)
 
@@ -260,7 +233,7 @@ def test_compressed_output_is_exact_on_data(fmt):
     fmts = {"A": csr(2), "B": coo(2), "Z": fmt}
     z = NofM((1, 1), (3, 2), (1, 1))
     for objective in ("time", "words"):
-        r = solve_sparse(Problem(w, _arch([None, 90, 24])), dens, fmts, options=SolveOptions(objective=objective, time_limit=20),
+        r = solve_sparse(Problem(w, small_arch([None, 90, 24])), dens, fmts, options=SolveOptions(objective=objective, time_limit=20),
                          output_density=z)
         rp = _assert_exact(r, w, dens, fmts, z)
         assert rp.result.nnz == 16  # rows 1, 4, 7, 10 (of 11) x columns 1, 3, 5, 7 (of 9), by hand
@@ -269,11 +242,11 @@ def test_compressed_output_is_exact_on_data(fmt):
 def test_refusals():
     w = Workload.from_text("mv", "y[i] += A[i,j] * x[j]", {"i": 8, "j": 9})
     with pytest.raises(UnsupportedProblem, match="jointly"):
-        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": Banded(1, 1)}, {"A": csr(2)})
+        solve_sparse(Problem(w, small_arch([None, 64, 16])), {"A": Banded(1, 1)}, {"A": csr(2)})
     with pytest.raises(ValueError, match="ranks"):
-        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": NofM((1,), (2,))}, {"A": csr(2)})
+        solve_sparse(Problem(w, small_arch([None, 64, 16])), {"A": NofM((1,), (2,))}, {"A": csr(2)})
     with pytest.raises(UnsupportedProblem, match="output_density"):
-        solve_sparse(Problem(w, _arch([None, 64, 16])), {"A": NofM((1, 1), (2, 1))}, {"A": csr(2), "y": coo(1)})
+        solve_sparse(Problem(w, small_arch([None, 64, 16])), {"A": NofM((1, 1), (2, 1))}, {"A": csr(2), "y": coo(1)})
 
 
 def test_uniform_output_density_equals_the_walk():
@@ -281,7 +254,7 @@ def test_uniform_output_density_equals_the_walk():
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 10, "n": 13, "k": 7})
     dens, fmts = {"A": Uniform((0.8, 0.5))}, {"A": csr(2), "Z": csf(2)}
     z = Uniform((0.9, 0.3))
-    r = solve_sparse(Problem(w, _arch([None, 90, 24])), dens, fmts, options=SolveOptions(time_limit=20), output_density=z)
+    r = solve_sparse(Problem(w, small_arch([None, 90, 24])), dens, fmts, options=SolveOptions(time_limit=20), output_density=z)
     walk = expected(r.schedule, dens, fmts, z)
     assert r.tolerance > 1e-9  # a table term
     for mine, other in zip(r.links, walk.links):

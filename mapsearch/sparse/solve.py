@@ -223,8 +223,8 @@ def _densities(t: str, density, ndim: int) -> tuple[tuple[float, ...], tuple[Fra
         return (tuple(float(v) for v in density.densities),
                 tuple(Fraction(v).limit_denominator(DENOMINATOR) for v in density.densities))
     raise UnsupportedProblem(
-        f"sparse solve: {t} has a {type(density).__name__} density; the solver searches with Uniform or Dense "
-        "(give Uniform of its mean density per rank to search; sparse.model.expected evaluates it exactly)")
+        f"sparse solve: {t} has a {type(density).__name__} density; the solver searches with Uniform, NofM, Banded "
+        "or Dense (give Uniform of its mean density per rank to search)")
 
 
 def tensor_measures(problem: Problem, t: str, density, fmt: Format, whole: frozenset[str],

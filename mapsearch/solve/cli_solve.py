@@ -205,6 +205,14 @@ def _run_solver(args: argparse.Namespace, attempt):
         return EXIT_TIMEOUT
 
 
+def _print_mismatches(what: str, mismatches, said: str = "predicted") -> None:
+    """One line saying ``what`` and that nothing is written, then one line per ``(field, model, replayed)``."""
+    print(f"mapsearch: REPLAY MISMATCH: {what} in {len(mismatches)} field(s); the schedule is not written", file=sys.stderr)
+    for field, model, replayed_value in mismatches:
+        print(f"mapsearch: REPLAY MISMATCH in {field}: {said} {_plain(model)}, replayed {_plain(replayed_value)}",
+              file=sys.stderr)
+
+
 def _replay_or_exit(args: argparse.Namespace, schedule, mode: str):
     """The simulator's replay of ``schedule``, or ``EXIT_MISMATCH`` after one line when it fails there."""
     from mapsearch.sim.replay import replay
@@ -323,11 +331,7 @@ def run(args: argparse.Namespace) -> int:
 
     code = EXIT_OK
     if mismatches:
-        print(f"mapsearch: REPLAY MISMATCH: the {mode} replay disagrees with the solver's prediction in "
-              f"{len(mismatches)} field(s); the schedule is not written", file=sys.stderr)
-        for field, predicted, replayed_value in mismatches:
-            print(f"mapsearch: REPLAY MISMATCH in {field}: predicted {_plain(predicted)}, replayed {_plain(replayed_value)}",
-                  file=sys.stderr)
+        _print_mismatches(f"the {mode} replay disagrees with the solver's prediction", mismatches)
         code = EXIT_MISMATCH
     if replayed.data_ok is False:
         err = "" if replayed.max_abs_error is None else f" (max abs error {replayed.max_abs_error:.3g})"
@@ -634,17 +638,11 @@ def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | 
 
     code = EXIT_OK
     if dense_mismatches:
-        print(f"mapsearch: REPLAY MISMATCH: the {mode} replay disagrees with the solver's dense figures in "
-              f"{len(dense_mismatches)} field(s); the schedule is not written", file=sys.stderr)
-        for field, predicted, replayed_value in dense_mismatches:
-            print(f"mapsearch: REPLAY MISMATCH in {field}: predicted {_plain(predicted)}, replayed {_plain(replayed_value)}",
-                  file=sys.stderr)
+        _print_mismatches(f"the {mode} replay disagrees with the solver's dense figures", dense_mismatches)
         code = EXIT_MISMATCH
     if mismatches:
-        print(f"mapsearch: REPLAY MISMATCH: the sparse replay on sampled data (seed {seed}) differs from the exact "
-              f"model in {len(mismatches)} field(s); the schedule is not written", file=sys.stderr)
-        for field, a, b in mismatches:
-            print(f"mapsearch: REPLAY MISMATCH in {field}: expected {a!r}, replayed {b}", file=sys.stderr)
+        _print_mismatches(f"the sparse replay on sampled data (seed {seed}) differs from the exact model", mismatches,
+                          said="expected")
         code = EXIT_MISMATCH
     for name, rep in (("dense", dense_replay), ("sparse", sparse_replay)):
         if rep is not None and rep.data_ok is False:

@@ -6,6 +6,12 @@ import random
 from fractions import Fraction
 from typing import Callable
 
+import pytest
+
+from mapsearch.errors import InfeasibleError
+from mapsearch.model.problem import Problem
+from mapsearch.solve.options import SolveOptions
+from mapsearch.sparse.solve import SparseSolveResult, solve_sparse
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
 
@@ -35,3 +41,11 @@ def random_case(rng: random.Random, third: tuple[str, str, str], density: Callab
         dens[t.name] = density(rng, t, [w.extent[ix.dims[0]] for ix in t.indices])
         fmts[t.name] = fmt(rng, len(t.indices))
     return w, small_arch(caps), dens, fmts
+
+
+def solve_or_skip(w: Workload, arch: Architecture, dens, fmts) -> SparseSolveResult:
+    """``solve_sparse`` of a random case; skipped when its random capacities fit nothing (a tiny L0)."""
+    try:
+        return solve_sparse(Problem(w, arch), dens, fmts, options=SolveOptions(time_limit=10, work_limit=2.0))
+    except InfeasibleError:
+        pytest.skip("infeasible capacities")

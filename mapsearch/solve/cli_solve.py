@@ -213,6 +213,16 @@ def _print_mismatches(what: str, mismatches, said: str = "predicted") -> None:
               file=sys.stderr)
 
 
+def _data_check_failed(replayed, whose: str) -> bool:
+    """True (after one line) when a data-mode replay's output differs from the NumPy reference."""
+    if replayed.data_ok is not False:
+        return False
+    err = "" if replayed.max_abs_error is None else f" (max abs error {replayed.max_abs_error:.3g})"
+    print(f"mapsearch: data check failed: the {whose} output differs from the reference{err}; "
+          "the schedule is not written", file=sys.stderr)
+    return True
+
+
 def _replay_or_exit(args: argparse.Namespace, schedule, mode: str):
     """The simulator's replay of ``schedule``, or ``EXIT_MISMATCH`` after one line when it fails there."""
     from mapsearch.sim.replay import replay
@@ -333,10 +343,7 @@ def run(args: argparse.Namespace) -> int:
     if mismatches:
         _print_mismatches(f"the {mode} replay disagrees with the solver's prediction", mismatches)
         code = EXIT_MISMATCH
-    if replayed.data_ok is False:
-        err = "" if replayed.max_abs_error is None else f" (max abs error {replayed.max_abs_error:.3g})"
-        print(f"mapsearch: data check failed: the replayed output differs from the reference{err}; "
-              "the schedule is not written", file=sys.stderr)
+    if _data_check_failed(replayed, "replayed"):
         code = EXIT_MISMATCH
     if code != EXIT_OK:
         return code
@@ -382,14 +389,6 @@ def _refuse_dense_only(args: argparse.Namespace) -> None:
         if value is not None and not (dest == "dram_rows" and value == "off"):
             raise MapsearchError(f"{flag}: a dense-model option; the sparse solve (--density/--format) takes "
                                  "--objective time|words, -c, --time-limit, --work-limit, --workers and --seed")
-
-
-def sample_inputs(workload, densities: dict, seed: int) -> dict:
-    """Every input drawn from its density (dense when none): input ``i`` with seed ``seed + i``."""
-    from mapsearch.sparse.density import Dense
-
-    return {t.name: densities.get(t.name, Dense()).sample(workload.tensor_shape(t.name), seed=seed + i, name=t.name)
-            for i, t in enumerate(workload.einsum.inputs)}
 
 
 def sparse_mismatches(result: Any, replayed: Any) -> list[tuple[str, float, int]]:
@@ -585,6 +584,7 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
 def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | None:
     """``solve`` with the density model; None when the flags ask for nothing sparse (only dense formats)."""
     from mapsearch.sparse.cli_args import all_exact, is_sparse, parse_densities, parse_formats
+    from mapsearch.sparse.density import sample_inputs
     from mapsearch.sparse.replay import replay_sparse
     from mapsearch.sparse.solve import solve_sparse
 
@@ -645,10 +645,7 @@ def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | 
                           said="expected")
         code = EXIT_MISMATCH
     for name, rep in (("dense", dense_replay), ("sparse", sparse_replay)):
-        if rep is not None and rep.data_ok is False:
-            err = "" if rep.max_abs_error is None else f" (max abs error {rep.max_abs_error:.3g})"
-            print(f"mapsearch: data check failed: the {name} replay's output differs from the reference{err}; "
-                  "the schedule is not written", file=sys.stderr)
+        if rep is not None and _data_check_failed(rep, f"{name} replay's"):
             code = EXIT_MISMATCH
     if code != EXIT_OK:
         return code

@@ -234,6 +234,12 @@ class Banded:
         return out
 
 
+def sample_inputs(workload, densities, seed: int = 0) -> dict[str, SparseTensor]:
+    """Every input of ``workload``'s einsum drawn from its density (dense when none): input ``i`` with seed ``seed + i``."""
+    return {t.name: (densities.get(t.name) or Dense()).sample(workload.tensor_shape(t.name), seed=seed + i, name=t.name)
+            for i, t in enumerate(workload.einsum.inputs)}
+
+
 def _subsets(rng: np.random.Generator, cnt: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
     """For fiber ``f`` a uniform ``cnt[f]``-subset of ``range(e)``: (fiber ids, coordinates)."""
     f_all, c_all = np.zeros(0, _I64), np.zeros(0, _I64)

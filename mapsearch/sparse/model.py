@@ -24,6 +24,7 @@ A dense schedule and a sparse one of the same einsum compare through
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Mapping
 
 import numpy as np
@@ -32,6 +33,8 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format
 from mapsearch.sparse.replay import LinkWords, _links, walk_words
+
+DENOMINATOR = 10**6  # densities given as floats become the nearest fraction with this denominator bound
 
 
 @dataclass(frozen=True)
@@ -81,26 +84,23 @@ def expected(schedule: Schedule, densities: Mapping[str, object], formats: Mappi
 
 def effectual_ops(schedule: Schedule, densities: Mapping[str, object]) -> float:
     """Expected effectual ops of ``schedule``'s einsum (they do not depend on the schedule)."""
-    return workload_effectual_ops(schedule.workload, densities)
+    return float(exact_effectual_ops(schedule.workload, densities))
 
 
-def workload_effectual_ops(wl, densities: Mapping[str, object]) -> float:
-    """``uniform_fraction * structured_ops``: exact for fixed structures, in expectation with ``Uniform`` inputs.
+def exact_effectual_ops(wl, densities: Mapping[str, object]) -> Fraction:
+    """:func:`structured_ops` times ``prod_k d_k`` of each ``Uniform`` input, as a rational.
 
-    ``Uniform`` inputs are independent of everything else, so each
-    multiplies the count by ``prod d`` (:func:`uniform_fraction`); the rest
-    is counted exactly by :func:`structured_ops`.
+    Exact for fixed structures; in expectation with ``Uniform`` inputs, which
+    are independent of everything else. Densities given as floats become the
+    nearest fraction with denominator at most :data:`DENOMINATOR` (what the
+    solver's objective uses too).
     """
-    return float(uniform_fraction(wl, densities)) * structured_ops(wl, densities)
-
-
-def uniform_fraction(wl, densities: Mapping[str, object]) -> float:
-    """``prod_t prod_k d_{t,k}`` over the ``Uniform`` inputs."""
-    p = 1.0
+    p = Fraction(structured_ops(wl, densities))
     for t in wl.einsum.inputs:
         d = densities.get(t.name)
         if isinstance(d, Uniform):
-            p *= float(np.prod(d.densities))
+            for v in d.densities:
+                p *= Fraction(v).limit_denominator(DENOMINATOR)
     return p
 
 

@@ -61,12 +61,11 @@ from mapsearch.solve.options import SolveOptions
 from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
-from mapsearch.sparse.model import SparseModel, expected, structured_ops
+from mapsearch.sparse.model import DENOMINATOR, SparseModel, exact_effectual_ops, expected
 from mapsearch.sparse.replay import LinkWords, TensorWords
 
 TABLE_SCALE = 1 << 24
 TABLE_SCALES = (1 << 24, 1 << 18, 1 << 12, 1 << 8)  # tried in turn while the model's bounds overflow
-DENOMINATOR = 10**6  # densities given as floats become the nearest fraction with this denominator bound
 _INT_LIMIT = 1 << 62
 MAX_DENOMINATOR = 1 << 20  # common denominator of the objective's weights beyond which they are rounded
 
@@ -86,43 +85,6 @@ class Term:
     m: int
 
 
-def format_terms(fmt: Format, d: Sequence) -> tuple[Term, ...]:
-    """The expected words of one box in ``fmt`` under ``Uniform(d)``, as terms (mirrors ``format.words``).
-
-    ``fibers_0 = 1``; a U group's entries are ``fibers * prod x`` over its
-    ranks; a C group ending at rank ``b-1`` has ``E[D_{b-1}] = prod_{r<b} d_r
-    * prod_{r<b} x_r * s_b`` entries and ``size`` coordinates each; a group
-    followed by a C group stores ``entries + fibers`` pointers; the last
-    group's entries are the payload. Works on Fractions and floats alike.
-    """
-    n = len(d)
-    one = d[0] ** 0 if n else 1
-    if not fmt.groups:
-        return (Term(one, 0 * one, frozenset(), n),)
-    fibers = [(one, frozenset(), n)]  # sum of (coef, xs, m)
-    meta: list = []
-    a = 0
-    entries = fibers
-    for g, (kind, size) in enumerate(fmt.groups):
-        b = a + size
-        if kind == "U":
-            entries = [(c, xs | frozenset(range(a, b)), m) for c, xs, m in fibers]
-        else:
-            entries = [(math.prod(d[:b], start=one), frozenset(range(b)), b)]
-            meta += [(c * size, xs, m) for c, xs, m in entries]
-        if g + 1 < len(fmt.groups) and fmt.groups[g + 1][0] == "C":
-            meta += entries + fibers
-        fibers = entries
-        a = b
-    merged: dict[tuple, list] = {}
-    for c, xs, m in entries:
-        merged.setdefault((xs, m), [0 * one, 0 * one])[0] += c
-    for c, xs, m in meta:
-        merged.setdefault((xs, m), [0 * one, 0 * one])[1] += c
-    return tuple(Term(p, q, xs, m) for (xs, m), (p, q) in sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), kv[0][1]))
-                 if p or q)
-
-
 @dataclass(frozen=True)
 class CountTerm:
     """``(payload + meta) * prod_{r in xs} x_r * D_level`` words per box (``level`` None: no ``D``)."""
@@ -136,9 +98,12 @@ class CountTerm:
 def count_terms(fmt: Format) -> tuple[CountTerm, ...]:
     """A box's words in ``fmt`` as terms in the counts ``D_k`` themselves (mirrors ``format.words``).
 
-    For fixed-structured densities, whose ``D_k`` are products of per-rank
-    functions of the box's intervals: a ``U`` group multiplies its fibers by
-    its ranks' extents, a ``C`` group's entries are ``D_{b-1}``.
+    ``fibers_0 = 1``; a ``U`` group's entries are its fibers times its ranks'
+    extents; a ``C`` group ending at rank ``b-1`` has ``D_{b-1}`` entries and
+    ``size`` coordinates each; a group followed by a ``C`` group stores
+    ``entries + fibers`` pointers; the last group's entries are the payload.
+    Fixed structures use the terms as they are (their ``D_k`` are products of
+    per-rank functions); ``Uniform`` through :func:`format_terms`.
     """
     fibers = [(1, frozenset(), None)]
     meta: list = []
@@ -162,6 +127,28 @@ def count_terms(fmt: Format) -> tuple[CountTerm, ...]:
         merged.setdefault((xs, lv), [0, 0])[1] += c
     return tuple(CountTerm(p, q, xs, lv) for (xs, lv), (p, q) in
                  sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), -1 if kv[0][1] is None else kv[0][1])))
+
+
+def format_terms(fmt: Format, d: Sequence) -> tuple[Term, ...]:
+    """The expected words of one box in ``fmt`` under ``Uniform(d)``, as terms (mirrors ``format.words``).
+
+    :func:`count_terms` with each count replaced by its expectation,
+    ``E[D_k] = prod_{r<=k} d_r * prod_{r<=k} x_r * s_{k+1}``; terms that land on the
+    same ``(xs, m)`` are merged. Works on Fractions and floats alike.
+    """
+    n = len(d)
+    one = d[0] ** 0 if n else 1
+    merged: dict[tuple, list] = {}
+    for t in count_terms(fmt):
+        if t.level is None:
+            coef, xs, m = one, t.xs, n
+        else:
+            coef, xs, m = math.prod(d[:t.level + 1], start=one), t.xs | frozenset(range(t.level + 1)), t.level + 1
+        acc = merged.setdefault((xs, m), [0 * one, 0 * one])
+        acc[0] += coef * t.payload
+        acc[1] += coef * t.meta
+    return tuple(Term(p, q, xs, m) for (xs, m), (p, q) in sorted(merged.items(), key=lambda kv: (sorted(kv[0][0]), kv[0][1]))
+                 if p or q)
 
 
 def presence(d: Sequence[float], x: Sequence[float], m: int) -> float:
@@ -363,18 +350,6 @@ class SparseSolveResult:
 
 
 # ----------------------------------------------------------------------------- the solve
-def effectual_ops(problem: Problem, densities: Mapping[str, object]) -> Fraction:
-    """Expected effectual ops as a rational: ``prod`` of the ``Uniform`` inputs' densities
-    times the exact count of points where every fixed-structured input is present."""
-    w = problem.workload
-    p = Fraction(structured_ops(w, densities))
-    for t in w.einsum.inputs:
-        if isinstance(densities.get(t.name), Uniform):
-            _, dq = _densities(t.name, densities[t.name], len(t.indices))
-            p *= math.prod(dq, start=Fraction(1))
-    return p
-
-
 def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Mapping[str, Format] | None = None,
                  constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
                  output_density=None) -> SparseSolveResult:
@@ -404,7 +379,7 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
     for t in w.tensors:
         _check_ranks(t.name, dens[t.name], len(t.indices))
     whole = _held_whole(problem, constraints)
-    eff = effectual_ops(problem, {t.name: dens[t.name] for t in w.einsum.inputs})
+    eff = exact_effectual_ops(w, {t.name: dens[t.name] for t in w.einsum.inputs})
     # Tables are scaled as finely as the model's 62-bit bounds allow at this size.
     for table_scale in TABLE_SCALES:
         try:

@@ -9,6 +9,15 @@ divide: a parent piece of extent ``s`` splits as
 
 ``keep`` holds the tensors that have a buffer at that level; a tensor's home
 level holds it whole instead, and levels above its home never see it.
+
+``positions`` places buffers (the contract's "Buffer placement"): the whole
+nest is one sequence of loops, level 1's order (outer -> inner) first, then
+level 2's, down to L0's, so with ``D`` dimensions it has ``J*D`` loops. A
+buffer's position is the number of loops of that sequence outside it; the
+buffer holds the region of the tensor that the loops inside it touch, for
+the current values of the loops outside it. The default position of a
+buffer at level ``i`` is ``i*D`` (just inside level ``i``'s loops: the
+level-``i`` tile). ``positions`` lists only the tensors placed elsewhere.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ class LevelMapping:
     order: tuple[str, ...] = ()  # outer -> inner; empty at the top
     keep: frozenset[str] = frozenset()
     spatial: tuple[SpatialSplit, ...] = ()  # only at a level with a mesh
+    positions: tuple[tuple[str, int], ...] = ()  # tensor -> loops outside its buffer; default i*D
 
     def part_extent(self, dim: str) -> int | None:
         for s in self.spatial:
@@ -96,6 +106,15 @@ class Schedule:
             if j == self.home(tensor) or self.keeps(tensor, j):
                 return j
         raise ValueError(f"{tensor} has no home above level {level}")
+
+    def position(self, tensor: str, level: int) -> int:
+        """Loops of the whole nest outside ``tensor``'s buffer at ``level`` (default ``level * D``)."""
+        return dict(self.levels[level].positions).get(tensor, level * len(self.workload.dims))
+
+    @property
+    def placed(self) -> bool:
+        """True when some buffer sits away from its default position."""
+        return any(p != i * len(self.workload.dims) for i, lm in enumerate(self.levels) for _, p in lm.positions)
 
     def tile_extents(self, level: int) -> dict[str, int]:
         return self.levels[level].tile_extents

@@ -272,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds (default 60)")
     solve.add_argument("--work-limit", metavar="D", type=float,
                        help="limit each phase by CP-SAT's deterministic time instead: the same result under any load")
+    solve.add_argument("--no-placement", action="store_true",
+                       help="keep every buffer at its level's default position (the result names the restriction)")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
     solve.add_argument(

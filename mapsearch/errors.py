@@ -44,6 +44,14 @@ class InfeasibleError(MapsearchError):
         super().__init__(message)
 
 
+class NoScheduleInFamily(InfeasibleError):
+    """No schedule of the searched family fits, but the family is restricted: a legal schedule outside it may exist."""
+
+    def __init__(self, message: str, core: tuple[str, ...] = (), restrictions: tuple[str, ...] = ()):
+        self.restrictions = restrictions
+        super().__init__(message, core)
+
+
 class SolverTimeout(MapsearchError):
     """The solver ran out of time before finding any schedule."""
 

@@ -151,7 +151,7 @@ def roofline(result: Any, profiles: list[Any], out_png: Path) -> Path:
     rows = []
     macs = {(r["profile"], r["layer"]): r["macs"] for r in result.layers}
     for r in result.layers:
-        if r["kind"] != "einsum" or r["status"] not in ("OPTIMAL", "FEASIBLE") or not r["time_clocks"]:
+        if r["kind"] != "einsum" or r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE") or not r["time_clocks"]:
             continue  # the second layer of a chain-fused pair: its figures are in the first's
         links = [{"name": n, **l} for n, l in r["links"].items()]
         pair = r.get("fused_with")
@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         print(chains_table(result.chains), end="")
     print(f"\n{model.name}: totals per profile ({sum(l.macs for l in einsums):,} MACs)")
     print(totals_table(result.totals), end="")
-    failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "FEASIBLE")]
+    failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")]
     groups: dict[tuple, list] = {}
     for r in failed:  # one line per profile and distinct shape
         groups.setdefault((r["profile"], r["case_id"]), []).append(r)

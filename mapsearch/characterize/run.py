@@ -121,7 +121,7 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
         return row
     row["status"] = stored["status"]
     report = stored.get("report")
-    if report is None or stored["status"] not in ("OPTIMAL", "FEASIBLE", "MISMATCH"):
+    if report is None or stored["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE", "MISMATCH"):
         row["error"] = stored.get("error")
         return row
     links = {}
@@ -147,7 +147,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
             chains: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     solved = [r for r in rows if r["time_clocks"] is not None]
     einsum_rows = [r for r in rows if r["kind"] == "einsum"]
-    failed = [r for r in einsum_rows if r["status"] not in ("OPTIMAL", "FEASIBLE")]
+    failed = [r for r in einsum_rows if r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")]
     time = sum(r["time_clocks"] for r in solved)
     compute = sum(r["compute_clocks"] or 0 for r in solved)
     links: dict[str, int] = {}
@@ -169,6 +169,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
         "bandwidth_steps": sum(r["status"] == "BANDWIDTH" for r in rows),
         "fused_epilogues": sum(r["status"] == "FUSED" for r in rows),
         "optimal": sum(r["status"] == "OPTIMAL" for r in einsum_rows),
+        "optimal_in_family": sum(r["status"] == "OPTIMAL_IN_FAMILY" for r in einsum_rows),
         "feasible": sum(r["status"] == "FEASIBLE" for r in einsum_rows),
         "failed": len(failed),
         "max_gap": max([r["gap"] or 0 for r in einsum_rows if r["gap"] is not None], default=None),
@@ -218,7 +219,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
             case = index.get((profile.name, layer.shape_key())) if layer.einsum else None
             got = stored.get(case.case_id) if case else None
             rows.append(_layer_row(model.name, profile, layer, case, got))
-            if rows[-1]["status"] in ("OPTIMAL", "FEASIBLE") and got.get("report"):
+            if rows[-1]["status"] in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE") and got.get("report"):
                 exact[layer.name] = (Fraction(got["report"]["time"]), int(rows[-1]["words_total"]))
         decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, time_limit,
                                 run and outcome_ok(outcome), chain_progress)

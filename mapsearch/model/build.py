@@ -19,6 +19,7 @@ from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
+from mapsearch.model.placement import add_placements
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
 from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
@@ -104,18 +105,23 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
-          unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None) -> Encoding:
+          unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
+          default_positions: str | None = None) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time.
 
     ``unit_dims``: dimensions whose chains also carry the one-per-piece
     footprint, for callers that measure transfers by something other than
     words (:func:`mapsearch.model.residency.link_measure`);
     ``extra_footprints[d]``: more footprints for ``d``'s chains (same use).
+    ``default_positions``: why every buffer keeps its default position (the
+    caller measures transfers the placement search does not count); the
+    result names it as a family restriction.
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
         unit_dims = unit_dims | unit_dims_needed(p, layouts)
-    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints)
+        default_positions = default_positions or "DRAM row model"
+    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
@@ -134,7 +140,8 @@ def clock_scale(arch) -> int:
 
 
 def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
-                unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None) -> Encoding:
+                unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
+                options: SolveOptions | None = None, default_positions: str | None = None) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
@@ -149,6 +156,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     add_mesh_factors(enc)
     # A dimension whose innermost tile is whole in every chain never advances: no order literal.
     active = tuple(d for d in p.workload.dims if int(chains[d].counts[:, -1].max()) > 1)
+    enc.cache["active"] = active
     add_orders(enc, active)
     fixed_levels = frozenset(resolve_level(level, arch, "constraints", "orders") for level, _ in constraints.orders)
     add_canonical_trivial_loops(enc, active, fixed_levels)
@@ -156,6 +164,13 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     for level, tensor, flag in constraints.keep:
         forced[(resolve_tensor(tensor, p.workload, "constraints", "keep"), resolve_level(level, arch, "constraints", "keep"))] = flag
     add_residency(enc, forced)
+    if default_positions is not None:
+        enc.cache["placement_off"] = default_positions
+    elif unit_dims or extra_footprints:
+        enc.cache["placement_off"] = "measures other than words"
+    elif options is not None and not options.placement:
+        enc.cache["placement_skip"] = True  # TRANSIENT: reported as a restriction once the replay counts placed buffers
+    add_placements(enc)
     add_link_words(enc)
     add_compute(enc)
     for level, dims in constraints.orders:

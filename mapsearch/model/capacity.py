@@ -4,6 +4,9 @@
                  + sum_{X kept at i} buffers(X, i) * prod_{d in R_X} f_{X,d}(T_i[d])
                  <= capacity[i]
 
+(with a searched position, ``T_i[d]`` reads the piece of the buffer's region
+along ``d``: model/placement.py)
+
 ``buffers`` is 2 with double buffering when the tile is smaller than the
 tensor (some ``d`` in ``R_X`` has ``T_i[d] < E_d``), else 1. The largest tile
 is the first one, where every piece is whole, so this is the replay's peak.
@@ -14,6 +17,7 @@ name it.
 from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.placement import buffer_region
 from mapsearch.model.problem import footprint
 from mapsearch.model.tiles import footprint_at, whole_at
 
@@ -52,11 +56,13 @@ def add_capacity(enc: Encoding, constrain_up_to: int = -1) -> None:
                 kept = enc.kept[(t, i)]
                 if kept is False:
                     continue
-                words = tile_words(enc, t, i)
+                placed = buffer_region(enc, t, i)
+                words = tile_words(enc, t, i) if placed is None else placed[0]
                 if double:
                     access = w.tensor(t)
                     whole = [whole_at(enc, d, i) for d in w.dims if d in access.dims]
-                    all_whole = enc.product(whole, f"whole_{t}_L{i}")  # 1 iff the tile is the whole tensor
+                    # 1 iff the buffer's region is the whole tensor
+                    all_whole = enc.product(whole, f"whole_{t}_L{i}") if placed is None else placed[1]
                     twice = Q(2 - all_whole.expr, 2 - all_whole.hi, 2 - all_whole.lo) if not all_whole.is_const \
                         else Q.const(2 - int(all_whole.expr))
                     words = enc.product([words, twice], f"buffers_{t}_L{i}")

@@ -27,13 +27,29 @@ def decode(enc: Encoding, solver: cp_model.CpSolver) -> Schedule:
     J = p.depth
     before = {k: bool(solver.boolean_value(v)) if not isinstance(v, bool) else v for k, v in enc.before.items()}
     levels = [LevelMapping(arch.levels[0].name, w.extents)]
+    orders = {j: decode_order(before, j, dims) for j in range(1, J + 1)}
+    positions = buffer_positions(enc, solver, orders)
     for j in range(1, J + 1):
         tile = tuple((d, value(solver, enc.tile[(d, j)])) for d in dims)
         keep = frozenset(t for t in w.tensor_names if value(solver, enc.kept[(t, j)]))
         spatial = spatial_splits(enc, solver) if j == enc.spatial_level else ()
-        levels.append(LevelMapping(arch.levels[j].name, tile, decode_order(before, j, dims), keep, spatial))
+        placed = tuple((t, pos) for (t, i), pos in sorted(positions.items()) if i == j and pos != j * len(dims))
+        levels.append(LevelMapping(arch.levels[j].name, tile, orders[j], keep, spatial, placed))
     homes = tuple((t, arch.levels[p.home(t)].name) for t in w.tensor_names)
     return Schedule(w, arch, tuple(levels), homes, predicted_figures(enc, solver), dram_plan(enc, solver))
+
+
+def buffer_positions(enc: Encoding, solver: cp_model.CpSolver, orders: dict[int, tuple[str, ...]]) -> dict[tuple[str, int], int]:
+    """``(tensor, level) -> nest position`` of every kept buffer whose position the model searched."""
+    from mapsearch.model.placement import decode_positions
+
+    out = {}
+    for t in enc.problem.workload.tensor_names:
+        cuts = {i: next(c for c, lit in lits.items() if _holds(solver, lit))
+                for (x, i), lits in enc.at.items() if x == t and _holds(solver, enc.kept[(t, i)])}
+        if cuts:
+            out.update({(t, i): pos for i, pos in decode_positions(enc, t, cuts, orders).items()})
+    return out
 
 
 def dram_plan(enc: Encoding, solver: cp_model.CpSolver) -> DramPlan | None:

@@ -70,6 +70,7 @@ class Encoding:
     link_tensor_up_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)
     busiest_calls: Q | None = None
     rows: object = None  # model/dram_rows.RowTerms when DRAM rows are modelled
+    at: dict = field(default_factory=dict)  # (tensor, level) -> {cut: literal}: the buffer's position (model/placement.py)
 
     def name(self, stem: str) -> str:
         self.counter += 1

@@ -67,7 +67,7 @@ def add_link_words(enc: Encoding) -> None:
                     through = through_literal(enc, t, a, i)
                     if through is False:
                         continue
-                    words = region_words(enc, t, i, views(enc, t, i, a, "words"))
+                    words = _words(enc, t, i, views(enc, t, i, a, "words"))
                     moved = enc.select(through, words, Q.const(0), f"cross_{t}_{a}_{i}")
                     busiest = region_words(enc, t, i, views(enc, t, i, a, "time")) if per_copy else words
                     moved_time = enc.select(through, busiest, Q.const(0), f"cross_time_{t}_{a}_{i}") if per_copy else moved
@@ -80,7 +80,7 @@ def add_link_words(enc: Encoding) -> None:
                     # Every instance that is not grouped with others (for in-network
                     # reduction) creates each region of its share as zeros once.
                     seen = views(enc, t, i, a, "back")
-                    stored = region_words(enc, t, i, seen)
+                    stored = _words(enc, t, i, seen)
                     back = _minus(stored, first_visits(enc, t, i, seen))
                     if per_copy:
                         owned = enc.product([_owned(enc, t, d) for d in w.dims if d in relevant], f"owned_{t}")
@@ -93,6 +93,14 @@ def add_link_words(enc: Encoding) -> None:
             enc.link_tensor_up[(t, a)] = enc.total(up)
             enc.link_tensor_down_busiest[(t, a)] = enc.total(down_time)
             enc.link_tensor_up_busiest[(t, a)] = enc.total(up_time)
+
+
+def _words(enc: Encoding, t: str, i: int, seen: dict) -> Q:
+    """Words of ``t``'s level-``i`` buffer: at its searched position (model/placement.py) or its default one."""
+    from mapsearch.model.placement import buffer_words
+
+    placed = buffer_words(enc, t, i) if not any(v is not None for v in seen.values()) else None
+    return placed if placed is not None else region_words(enc, t, i, seen)
 
 
 def through_literal(enc: Encoding, t: str, a: int, i: int):

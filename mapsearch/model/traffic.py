@@ -53,8 +53,19 @@ UNIT: Footprint = (0, 1)  # one per piece, whatever its extent
 
 
 def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | None = None,
-                 unit_dims: frozenset[str] = frozenset(), footprints: dict[str, Footprint] | None = None) -> Q:
+                 unit_dims: frozenset[str] = frozenset(), footprints: dict[str, Footprint] | None = None,
+                 outside: dict[str, object] | None = None) -> Q:
     """``words(X, i)`` above, as an exact quantity.
+
+    ``outside[d]`` (a literal, default true for every ``d`` in ``R``) places
+    the buffer inside level ``i``'s loops (docs/solver.md, "Buffer
+    placement"): when it is false, ``d``'s level-``i`` loop is inside the
+    buffer, whose region along ``d`` is then the level-``(i-1)`` piece. The
+    count is the formula above with, for such ``d``, ``F_d[i-1]`` for
+    ``F_d[i]``, ``W_d[k, i-1]`` for ``W_d[k, i]``, ``F_d[i-1]`` for every
+    level-``i`` still factor, and ``d`` left out of the prefix test of the
+    ``I`` loops at level ``i``: exactly the default count of the schedule in
+    which ``d``'s level-``i`` loop has one trip.
 
     ``unit_dims`` measures a region by something other than its words: a
     dimension in it counts one per piece instead of its footprint, so the
@@ -77,6 +88,10 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     key = (tensor, i, tuple((d, view_key(views.get(d))) for d in w.dims), unit_dims)
     if footprints:
         key += (tuple(sorted(footprints.items())),)
+    if outside is not None and any(v is not True for v in outside.values()):
+        key += (("outside",) + tuple((d, view_key(v)) for d, v in sorted(outside.items())),)
+    else:
+        outside = None
     if key in enc.words:
         return enc.words[key]
     access = w.tensor(tensor)
@@ -97,10 +112,28 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     def count(d: str, j: int) -> Q:
         return seen(d, lambda v: piece_count(enc, d, j, v))
 
-    # The prefix reaches e's level-i loop when e is outer to some relevant loop there.
-    in_prefix = {e: enc.bool_or([before(enc, i, e, d) for d in relevant], f"{tensor}_L{i}_{e}_in_prefix")
+    out = outside or {}
+
+    def placed(d: str, at_i, at_parent, stem: str) -> Q:
+        """``at_i()`` when ``d``'s level-i loop is outside the buffer, else ``at_parent()``."""
+        lit = out.get(d, True)
+        if lit is True:
+            return at_i()
+        if lit is False:
+            return at_parent()
+        return enc.select(lit, at_i(), at_parent(), f"{tensor}_L{i}_{d}_{stem}")
+
+    def still(d: str, k: int) -> Q:
+        """``W_d[k, i]`` of the buffer's region (``W_d[k, i-1]`` when d's level-i loop is inside it)."""
+        return placed(d, lambda: seen(d, lambda v: small_sum(enc, d, fp[d], k, i, v)),
+                      lambda: seen(d, lambda v: small_sum(enc, d, fp[d], min(k, i - 1), i - 1, v)), f"W{k}")
+
+    # The prefix reaches e's level-i loop when e is outer to some relevant loop outside the buffer there.
+    in_prefix = {e: enc.bool_or([enc.bool_and([before(enc, i, e, d), out.get(d, True)], f"{tensor}_L{i}_{e}{d}_out")
+                                 for d in relevant], f"{tensor}_L{i}_{e}_in_prefix")
                  for e in irrelevant}
-    main = [seen(d, lambda v, d=d: piece_sum(enc, d, fp[d], i, v)) for d in relevant]
+    main = [placed(d, lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i, v)),
+                   lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i - 1, v)), "F") for d in relevant]
     main += [enc.select(in_prefix[e], count(e, i), count(e, i - 1), f"{tensor}_L{i}_{e}_trips")
              for e in irrelevant]
     total = enc.product(main, f"words_{tensor}_L{i}_all")
@@ -117,10 +150,13 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
                 continue  # e's level-j loop never advances
             factors = [step]
             for d in relevant:
-                factors.append(enc.select(before(enc, j, d, e),
-                                          seen(d, lambda v, d=d, j=j: small_sum(enc, d, fp[d], j, i, v)),
-                                          seen(d, lambda v, d=d, j=j: small_sum(enc, d, fp[d], j - 1, i, v)),
-                                          f"{tensor}_L{i}_{d}_still"))
+                if j < i or out.get(d, True) is True:
+                    factors.append(enc.select(before(enc, j, d, e), still(d, j), still(d, j - 1),
+                                              f"{tensor}_L{i}_{d}_still"))
+                else:  # d's level-i loop may sit inside the buffer: then only its level-(i-1) pieces count
+                    factors.append(placed(d, lambda d=d: enc.select(before(enc, i, d, e), still(d, i), still(d, i - 1),
+                                                                    f"{tensor}_L{i}_{d}_still"),
+                                          lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i - 1, v)), "Fi"))
             for g in irrelevant:
                 if g != e:
                     factors.append(enc.select(before(enc, j, g, e), count(g, j), count(g, j - 1),

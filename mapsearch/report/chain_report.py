@@ -78,7 +78,8 @@ def option_rows(result: Any) -> list[dict[str, Any]]:
     """One dict per option: option, status, time, words, compute_time, utilization, seconds, reason."""
     rows = []
     for o in result.fused:
-        row: dict[str, Any] = {"option": f"fused at {o.level}", "status": o.status, "seconds": o.seconds, "reason": o.reason}
+        row: dict[str, Any] = {"option": f"fused at {o.level}", "status": o.status, "seconds": o.seconds, "reason": o.reason,
+                               "family_restrictions": list(o.family_restrictions)}
         if o.schedule is not None:
             p = o.schedule.predicted
             row.update(time=Fraction(p.time), words=p.words_total, compute_time=Fraction(p.compute_time),
@@ -240,6 +241,8 @@ def chain_report_dict(result: Any, replay: ChainReplay, notes: Sequence[str] = (
                      utilization=float(r["utilization"]))
         if r["reason"]:
             d["reason"] = " ".join(str(r["reason"]).split())
+        if r.get("family_restrictions"):
+            d["family_restrictions"] = r["family_restrictions"]
         options.append(d)
     s = savings(result)
     saved = None

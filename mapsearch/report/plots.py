@@ -30,7 +30,7 @@ __all__ = ["load_rows", "plot_vs_parameter", "plot_roofline", "plot_vs_lower_bou
 
 log = logging.getLogger(__name__)
 
-SOLVED = ("OPTIMAL", "FEASIBLE")
+SOLVED = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 
 
 def _pyplot() -> Any:

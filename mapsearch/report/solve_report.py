@@ -57,7 +57,11 @@ def status_lines(result: Any) -> list[str]:
     unit = _UNITS.get(result.objective, "")
     last = result.phases[-1]
     lines = []
-    if result.status != "OPTIMAL":
+    restrictions = getattr(result, "family_restrictions", ())
+    if result.status == "OPTIMAL_IN_FAMILY":
+        lines.append("*** OPTIMAL IN THE SEARCHED FAMILY ONLY: the search left out part of the contract's family; "
+                     "a better schedule outside it may exist ***")
+    elif result.status != "OPTIMAL":
         lines.append(
             f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
             f"{format_exact(result.objective_value)}, bound {format_exact(result.objective_bound)}, "
@@ -72,6 +76,7 @@ def status_lines(result: Any) -> list[str]:
     lines.append(f"status: {result.status}: {results}; gap {_percent(result.gap)}; solved in {result.solve_seconds:.3f} s")
     phases = "; ".join(f"{p.name} {p.status} in {p.seconds:.3f} s" for p in result.phases)
     lines.append(f"phases: {phases}")
+    lines += [f"family restriction: {r}" for r in restrictions]
     return lines
 
 
@@ -207,6 +212,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     out.update(
         {
             "status": result.status,
+            "family_restrictions": list(getattr(result, "family_restrictions", ())),
             "objective": result.objective,
             "objective_value": _number(result.objective_value),
             "objective_bound": _number(result.objective_bound),

@@ -16,6 +16,7 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
+from mapsearch.model.family import combined_status, family_restrictions, proven_status
 from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
@@ -29,10 +30,11 @@ from mapsearch.spec.workload import WorkloadGraph
 class FusedOutcome:
     level: str
     schedule: FusedSchedule | None
-    status: str  # OPTIMAL, FEASIBLE, INFEASIBLE, TIMEOUT, UNSUPPORTED
+    status: str  # OPTIMAL, OPTIMAL_IN_FAMILY, FEASIBLE, INFEASIBLE, TIMEOUT, UNSUPPORTED
     phases: tuple[Phase, ...] = ()
     seconds: float = 0.0
     reason: str = ""
+    family_restrictions: tuple[str, ...] = ()  # what the fused search left out (model/family.py)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class UnfusedOutcome:
 
     @property
     def status(self) -> str:
-        return "OPTIMAL" if all(r.status == "OPTIMAL" for r in self.stages) else "FEASIBLE"
+        return combined_status(r.status for r in self.stages)
 
     @property
     def time(self) -> Fraction:
@@ -76,7 +78,7 @@ class GroupPlan:
 
     @property
     def status(self) -> str:
-        return "OPTIMAL" if all(p.status == "OPTIMAL" for p in self.parts) else "FEASIBLE"
+        return combined_status(p.status for p in self.parts)
 
 
 def _schedule(part):
@@ -157,8 +159,10 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
                             seconds=time.perf_counter() - start)
     except SolverTimeout as e:
         return FusedOutcome(name, None, "TIMEOUT", reason=str(e), seconds=time.perf_counter() - start)
-    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
-    return FusedOutcome(name, schedule, status, tuple(phases), time.perf_counter() - start)
+    restrictions = tuple(dict.fromkeys(r for enc in fe.stages for r in family_restrictions(enc)))
+    status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
+    return FusedOutcome(name, schedule, status, tuple(phases), time.perf_counter() - start,
+                        family_restrictions=restrictions)
 
 
 def _decisions(fe: FusedEncoding) -> list:

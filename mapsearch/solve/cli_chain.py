@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_MISMATCH
 
     loose = [f"fused at {o.level}" for o in result.fused if o.status == "FEASIBLE"]
-    if result.unfused is not None and result.unfused.status != "OPTIMAL":
+    if result.unfused is not None and result.unfused.status == "FEASIBLE":
         loose.append("unfused")
     if loose:
         print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "

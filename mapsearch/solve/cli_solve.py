@@ -126,6 +126,8 @@ def options_from_args(args: argparse.Namespace, arch: Architecture) -> SolveOpti
         if args.max_dram_rows < 0:
             raise UsageError("--max-dram-rows", "an int >= 0", args.max_dram_rows)
         kwargs["max_dram_rows"] = args.max_dram_rows
+    if getattr(args, "no_placement", False):
+        kwargs["placement"] = False
     if objective != "energy" and (kwargs["link_energy"] or "op_energy" in kwargs):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)
     return SolveOptions(**kwargs)
@@ -348,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
     if code != EXIT_OK:
         return code
 
-    if result.status != "OPTIMAL":
+    if result.status == "FEASIBLE":
         print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
               f"{result.phases[-1].name} {_plain(result.objective_value)}, bound {_plain(result.objective_bound)}, "
               f"gap {result.gap:.2%}", file=sys.stderr)
@@ -451,6 +453,7 @@ def sparse_report_dict(result: Any, densities: dict, formats: dict, dense_replay
     out: dict[str, Any] = {
         "sparse": True,
         "status": result.status,
+        "family_restrictions": list(result.family_restrictions),
         "objective": result.objective,
         "objective_value": _number(result.phases[-1].value),
         "objective_bound": _number(result.phases[-1].bound),
@@ -515,7 +518,7 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
     lines.append(f"objective: expected {result.objective}" + (", then expected words" if result.objective == "time" else "")
                  + " (density model; tiles must fit as if dense)")
     last = result.phases[-1]
-    if result.status != "OPTIMAL":
+    if result.status == "FEASIBLE":
         lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
                      f"{float(last.value):,.6g}, bound {float(last.bound):,.6g}, gap {last.gap:.2%} ***")
     unit = lambda name: "clocks" if name.endswith("time") else "words"  # noqa: E731
@@ -523,6 +526,7 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
                             for p in result.phases)
     lines.append(f"status: {result.status}: {phases}; solved in {result.solve_seconds:.3f} s")
     lines.append("phases: " + "; ".join(f"{p.name} {p.status} in {p.seconds:.3f} s" for p in result.phases))
+    lines += [f"family restriction: {r}" for r in result.family_restrictions]
     lines += ["", "schedule (loops outer -> inner):"] + [f"  {l}" for l in loop_nest_lines(s)]
 
     kind = ("exact: every input's density is fixed-structure (NofM, Banded or dense)" if exact else
@@ -650,7 +654,7 @@ def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | 
     if code != EXIT_OK:
         return code
 
-    if result.status != "OPTIMAL":
+    if result.status == "FEASIBLE":
         last = result.phases[-1]
         print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
               f"{last.name} {float(last.value):.6g}, bound {float(last.bound):.6g}, gap {last.gap:.2%}", file=sys.stderr)

@@ -33,6 +33,9 @@ class SolveOptions:
     ``time_limit`` does not cut a phase short. ``work_limit`` bounds each
     phase by CP-SAT's deterministic time instead, so a run that stops early
     stops at the same point on a busy machine or a cluster.
+    ``placement`` searches each buffer's position in the nest (the contract's
+    buffer placement); off keeps every buffer at its level's default position
+    and the result names that restriction.
     """
 
     objective: str = "time"
@@ -46,6 +49,7 @@ class SolveOptions:
     dram_rows: str = "off"
     dram_layouts: tuple[tuple[str, LayoutSpec], ...] = ()
     max_dram_rows: int | None = None
+    placement: bool = False  # TRANSIENT: on once the replay counts placed buffers
 
     @property
     def models_dram_rows(self) -> bool:

@@ -17,10 +17,11 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError, SolverTimeout
+from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
+from mapsearch.model.family import family_restrictions, proven_status
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.binding import Binding, binding_report
@@ -63,12 +64,18 @@ class SearchSpace:
 @dataclass(frozen=True)
 class SolveResult:
     schedule: Schedule
-    status: str  # OPTIMAL or FEASIBLE
+    status: str  # OPTIMAL (over the contract's whole family), OPTIMAL_IN_FAMILY (over a restricted one) or FEASIBLE
     objective: str
     phases: tuple[Phase, ...]
     solve_seconds: float
     binding: tuple[Binding, ...]
     space: SearchSpace
+    family_restrictions: tuple[str, ...] = ()  # what the search left out of the contract's family, for this problem
+
+    @property
+    def proven(self) -> bool:
+        """Every phase proved optimal (over the searched family)."""
+        return self.status in ("OPTIMAL", "OPTIMAL_IN_FAMILY")
 
     @property
     def objective_value(self) -> Fraction:
@@ -146,6 +153,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     """
     start = time.perf_counter()
     enc = build(problem, constraints, options)
+    restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
     phases, schedule = run_phases(
@@ -154,11 +162,20 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
         hint_vars=_decision_vars(enc),
         coarse=lambda left: _coarse_solution(enc, options, left),
         floor=lambda name: _floor(enc, name),
-        on_infeasible=lambda: explain_infeasible(problem, constraints, options),
+        on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions),
     )
-    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
+    status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
-                       binding_report(schedule), search_space(enc))
+                       binding_report(schedule), search_space(enc), restrictions)
+
+
+def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:
+    """An infeasibility found by the search, said of the searched family when that family is restricted."""
+    if not restrictions:
+        return error
+    message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "
+               f"({'; '.join(restrictions)}), so a legal schedule outside it may exist")
+    return NoScheduleInFamily(message, error.core, restrictions)
 
 
 def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start: float, *, decode, hint_vars,
@@ -259,6 +276,7 @@ def _decision_vars(enc: Encoding) -> list:
     out = [v for v in enc.choice.values() if not isinstance(v, int)]
     out += [v for v in enc.kept.values() if not isinstance(v, bool)]
     out += [v for v in enc.before.values() if isinstance(v, cp_model.IntVar)]
+    out += [lit for lits in enc.at.values() for lit in lits.values()]
     return out
 
 

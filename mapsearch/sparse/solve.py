@@ -325,7 +325,7 @@ def structured_measures(problem: Problem, t: str, density, fmt: Format, whole: f
 @dataclass(frozen=True)
 class SparseSolveResult:
     schedule: Schedule
-    status: str  # OPTIMAL when every phase proved optimality, else FEASIBLE
+    status: str  # OPTIMAL / OPTIMAL_IN_FAMILY when every phase proved optimality, else FEASIBLE
     objective: str
     phases: tuple[Phase, ...]
     links: tuple[LinkWords, ...]  # the solver's expected words per link and tensor (payload, metadata)
@@ -334,6 +334,7 @@ class SparseSolveResult:
     check: SparseModel  # sparse.model.expected of the schedule (equal to ``links``: checked)
     tolerance: float  # relative tolerance of that check (table rounding; 1e-9 without tables)
     solve_seconds: float
+    family_restrictions: tuple[str, ...] = ()  # what the search left out (model/family.py)
 
     @property
     def words_total(self) -> float:
@@ -404,9 +405,12 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
     compute_time = float(eff * problem.architecture.compute.clocks_per_call)
     check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats, output_density)
     tol = _check(links, check, measures, values)
-    status = "OPTIMAL" if all(p.status == "OPTIMAL" for p in phases) else "FEASIBLE"
+    from mapsearch.model.family import family_restrictions, proven_status
+
+    restrictions = family_restrictions(enc)
+    status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return SparseSolveResult(schedule, status, options.objective, tuple(phases), links, float(eff), compute_time,
-                             check, tol, time.perf_counter() - start)
+                             check, tol, time.perf_counter() - start, restrictions)
 
 
 class _Overflow(Exception):
@@ -427,7 +431,8 @@ def _model(problem: Problem, constraints: Constraints, options: SolveOptions, fo
                 extra.setdefault(d, set()).add(f)
     try:
         enc = build(problem, constraints, replace(options, objective="time"), unit_dims=unit_dims,
-                    extra_footprints={d: tuple(sorted(v)) for d, v in extra.items()})
+                    extra_footprints={d: tuple(sorted(v)) for d, v in extra.items()},
+                    default_positions="sparse density model")
         for guard in enc.guards.values():
             enc.model.add(guard == 1)
         terms = {(m, a): link_measure(enc, m.tensor, a, frozenset(), dict(m.footprints)) for m in measures

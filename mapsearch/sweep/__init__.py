@@ -40,7 +40,8 @@ Output directory (``--out DIR``):
   constraints    the constraints' name, or null
   params         {path: value} applied to this case, e.g.
                  ``{"architectures.L1.capacity": 4096}``; ``{}`` for none
-  status         OPTIMAL, FEASIBLE (time limit; not proven), INFEASIBLE,
+  status         OPTIMAL, OPTIMAL_IN_FAMILY (proven over a restricted family: see
+                 family_restrictions), FEASIBLE (time limit; not proven), INFEASIBLE,
                  TIMEOUT (no schedule in time), MISMATCH (the replay
                  disagreed) or ERROR
   error          ``"Type: one line"`` for a failed case, else null

@@ -54,7 +54,8 @@ def test_fusion_wins_large_intermediate(capsys):
     assert code == 0
     assert report["best"] == "fused at L1"
     fused, unfused = option(report, "fused at L1"), option(report, "unfused")
-    assert (fused["status"], fused["time"], fused["words"]) == ("OPTIMAL", 7680, 22528)
+    # Fused stages keep default buffer positions: proven over that family only.
+    assert (fused["status"], fused["time"], fused["words"]) == ("OPTIMAL_IN_FAMILY", 7680, 22528)
     assert (unfused["status"], unfused["time"], unfused["words"]) == ("OPTIMAL", 9216, 24576)
     saved = report["saved"]
     assert saved["words"] == 2048 and saved["time"] == 1536
@@ -85,7 +86,7 @@ def test_mlp3_three_einsums_fused_data_matches_numpy():
     arch, _ = resolve_architecture(ARCH)
     result = solve_chain(graph, arch, homes, SolveOptions())
     best = result.best_fused()
-    assert best.status == "OPTIMAL"
+    assert best.status in ("OPTIMAL", "OPTIMAL_IN_FAMILY")
     r = replay(best.schedule, mode="data")
     assert r.data_ok is True
     assert differences(best.schedule.predicted, r.figures) == []

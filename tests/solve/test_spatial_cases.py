@@ -62,7 +62,7 @@ def awkward():
 
 def test_full_array_reaches_utilization_1_with_minimal_words(full) -> None:
     result, f = full
-    assert result.status == "OPTIMAL"
+    assert result.proven
     assert [(p.name, p.status, p.value, p.bound) for p in result.phases] == [
         ("time", "OPTIMAL", 3072, 3072), ("words", "OPTIMAL", 94208, 94208)]
     # 128 x 96 x 64 = 786,432 MACs on 256 PEs: 3,072 clocks, every PE busy on every step.
@@ -85,7 +85,7 @@ def test_full_array_reaches_utilization_1_with_minimal_words(full) -> None:
 
 def test_awkward_shape_cannot_fill_the_array(awkward) -> None:
     result, f = awkward
-    assert result.status == "OPTIMAL"
+    assert result.proven
     assert [(p.name, p.status, p.value, p.bound) for p in result.phases] == [
         ("time", "OPTIMAL", 1184, 1184), ("words", "OPTIMAL", 55342, 55342)]
     assert f.macs == f.op_calls == 225700 and f.compute_instances == 256
@@ -172,7 +172,7 @@ def test_the_loss_is_the_equal_part_rule(awkward) -> None:
     assert g.busiest_calls == g.compute_time == 1036
     assert words(g, "DRAM->GLB")["B"] == (7 * 2257, 0)
     assert g.time == next(l.time for l in g.links if l.name == "DRAM->GLB") == Fraction(25599, 16) > 1184
-    assert result.status == "OPTIMAL"
+    assert result.proven
 
 
 def test_unequal_parts_outside_the_family_do_better() -> None:

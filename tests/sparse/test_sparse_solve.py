@@ -103,7 +103,7 @@ def test_fewest_expected_words_equal_brute_force(text, extents, caps, dens, fmts
     w = Workload.from_text("w", text, extents)
     arch = small_arch(caps)
     r = solve_sparse(Problem(w, arch), dens, fmts, options=SolveOptions(objective="words", time_limit=30))
-    assert r.status == "OPTIMAL"
+    assert r.status == "OPTIMAL_IN_FAMILY"  # sparse measures keep default buffer positions
     scores = [expected(schedule, dens, fmts).words_total for schedule in bf.fitting_schedules(w, arch)]
     best, n = min(scores), len(scores)
     print(f"{text} {extents}: solver {r.words_total:.6f}, brute force {best:.6f} over {n} schedules")

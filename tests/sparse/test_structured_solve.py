@@ -157,7 +157,7 @@ def test_banded_with_a_whole_rank_is_exact(whole, fmt):
     c = Constraints(tiles=tuple(TileLimit(level, whole, w.extent[whole], w.extent[whole]) for level in ("L1", "L0")))
     dens = {"A": Banded(2, 3)}
     r = solve_sparse(Problem(w, small_arch([None, 200, 60])), dens, {"A": fmt}, c, options=SolveOptions(time_limit=20))
-    assert r.status == "OPTIMAL"
+    assert r.status == "OPTIMAL_IN_FAMILY"  # sparse measures keep default buffer positions
     _assert_exact(r, w, dens, {"A": fmt})
     # By hand: row i of 20 holds columns [i-2, i+3] within [0, 14).
     assert r.effectual_ops == sum(max(0, min(14, i + 4) - max(0, i - 2)) for i in range(20)) == 78
@@ -176,7 +176,7 @@ def test_fewest_words_equal_brute_force(text, extents, caps, dens, fmts):
     w = Workload.from_text("w", text, extents)
     arch = small_arch(caps)
     r = solve_sparse(Problem(w, arch), dens, fmts, options=SolveOptions(objective="words", time_limit=30))
-    assert r.status == "OPTIMAL"
+    assert r.status == "OPTIMAL_IN_FAMILY"  # sparse measures keep default buffer positions
     scores = [expected(schedule, dens, fmts).words_total for schedule in bf.fitting_schedules(w, arch)]
     best, n = min(scores), len(scores)
     print(f"{text} {extents}: solver {r.words_total}, brute force {best} over {n} schedules")

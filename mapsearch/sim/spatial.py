@@ -53,9 +53,18 @@ def compute_instances(schedule: Schedule) -> int:
 
 
 class Layout:
-    """The used instances of every level of a schedule and their part indices."""
+    """The used instances of every level of a schedule and their part indices.
 
-    def __init__(self, schedule: Schedule):
+    ``collapse=True`` keeps one instance per *class* of every split: digits
+    whose part has the same extent in every parent piece it can be cut from
+    (:func:`split_classes`) do the same work, up to an offset, so the walk
+    visits the lowest digit of each class and ``mult`` says how many digits
+    it stands for (``walk_spatial`` weighs its counts with it). The lowest
+    digits keep the instance order, so "lowest instance" decisions match the
+    full layout. ``collapse=False`` lists every instance (the one-by-one walk).
+    """
+
+    def __init__(self, schedule: Schedule, collapse: bool = False):
         self.schedule = schedule
         wl = schedule.workload
         arch = schedule.architecture
@@ -67,31 +76,46 @@ class Layout:
             parent = extent if i == 0 else schedule.tile_extents(i - 1)
             for sp in lm.spatial:
                 self.splits.append(Split(i, sp.dim, sp.part, sp.axis, -(-parent[sp.dim] // sp.part)))
+        nsplit = len(self.splits)
+        classes = split_classes(schedule, self.splits) if collapse else [
+            [(q, 1) for q in range(s.factor)] for s in self.splits]
         # Axes of meshed levels, outermost level first, mesh order; each with its used size.
         axes: list[tuple[int, str, int, list[int]]] = []  # (level, axis, used, split columns)
+        rows_of_axis: list[list[tuple[tuple[int, ...], tuple[int, ...]]]] = []  # (digits, mults) per coordinate
         for i, lv in enumerate(arch.levels):
             for ax in lv.mesh:
                 cols = [c for c, s in enumerate(self.splits) if s.level == i and s.axis == ax.name]
                 used = math.prod(self.splits[c].factor for c in cols)
                 axes.append((i, ax.name, used, cols))
+                # first listed split outermost: itertools.product varies the last column fastest
+                rows_of_axis.append([tuple(zip(*combo)) if combo else ((), ())
+                                     for combo in itertools.product(*(classes[c] for c in cols))])
         self.axes = axes
-        nsplit = len(self.splits)
-        # digits[i]: (N_i, nsplit) part index of each split (0 for splits below level i).
+        # digits[i]: (N_i, nsplit) part index of each split (0 for splits below level i);
+        # mult[i]: (N_i, nsplit) how many digits of the split each row stands for (1 below level i).
         self.digits: list[np.ndarray] = []
+        self.mult: list[np.ndarray] = []
         self.count: list[int] = []
         for i in range(self.depth):
-            mine = [a for a in axes if a[0] <= i]
-            rows = []
-            for coords in itertools.product(*(range(a[2]) for a in mine)):
-                row = [0] * nsplit
-                for (_, _, _, cols), c in zip(mine, coords):
-                    for col in reversed(cols):  # first listed split outermost
-                        f = self.splits[col].factor
-                        row[col] = c % f
-                        c //= f
-                rows.append(row)
-            self.digits.append(np.array(rows, dtype=np.int64).reshape(len(rows), nsplit))
-            self.count.append(len(rows))
+            mine = [(a, r) for a, r in zip(axes, rows_of_axis) if a[0] <= i]
+            digits, mults = [], []
+            for combo in itertools.product(*(r for _, r in mine)):
+                row, mrow = [0] * nsplit, [1] * nsplit
+                for ((_, _, _, cols), _), (dig, mul) in zip(mine, combo):
+                    for col, q, m in zip(cols, dig, mul):
+                        row[col], mrow[col] = q, m
+                digits.append(row)
+                mults.append(mrow)
+            self.digits.append(np.array(digits, dtype=np.int64).reshape(len(digits), nsplit))
+            self.mult.append(np.array(mults, dtype=np.int64).reshape(len(mults), nsplit))
+            self.count.append(len(digits))
+
+    def weight(self, level: int, cols) -> np.ndarray:
+        """Per instance of ``level``: how many instances it stands for, counting the digits of ``cols`` only."""
+        cols = list(cols)
+        if not cols:
+            return np.ones(self.count[level], np.int64)
+        return np.prod(self.mult[level][:, cols], axis=1)
 
     # ------------------------------------------------------------ per level
     def ancestor(self, level: int, above: int) -> np.ndarray:
@@ -132,6 +156,40 @@ class Layout:
             return np.zeros(self.count[level], np.int64)
         _, inverse = np.unique(self.digits[level][:, cols], axis=0, return_inverse=True)
         return inverse.reshape(-1).astype(np.int64)
+
+
+def split_classes(schedule: Schedule, splits: list[Split]) -> list[list[tuple[int, int]]]:
+    """Per split: ``(lowest digit, digits in its class)`` for each class of digits that do the same work.
+
+    Digit ``q`` of a split in parts of ``P`` gets ``clip(x - q*P, 0, P)`` of a
+    parent piece of extent ``x``. The parent pieces of dimension ``d`` at a
+    level are followed through every level above, whatever the instance:
+    each split cuts the pieces into its parts (in listed order), each tile
+    splits them into full tiles and a remainder. Two digits whose parts are
+    equal for every such extent see pieces of equal extents at every step
+    (their event sequences differ by an offset only), whatever the other
+    digits are; so classes are exact, and a finer class would be too.
+    """
+    wl = schedule.workload
+    sizes = {d: {int(wl.extent[d])} for d in wl.dims}
+    out: list[list[tuple[int, int]]] = [[] for _ in splits]
+    for i in range(len(schedule.levels)):
+        for c, s in enumerate(splits):
+            if s.level != i:
+                continue
+            parents = sorted(sizes[s.dim])
+            first: dict[tuple[int, ...], list[int]] = {}
+            for q in range(s.factor):
+                sig = tuple(min(s.part, max(0, x - q * s.part)) for x in parents)
+                first.setdefault(sig, []).append(q)
+            out[c] = sorted((qs[0], len(qs)) for qs in first.values())
+            sizes[s.dim] = {min(s.part, x - q * s.part) for x in parents for q in range(s.factor) if x > q * s.part}
+        if i:
+            tile = schedule.levels[i].tile_extent
+            for d in wl.dims:
+                t = int(tile(d))
+                sizes[d] = {y for x in sizes[d] for y in (min(t, x), x % t) if y > 0}
+    return out
 
 
 # ---------------------------------------------------------------- the lockstep nest, in Python

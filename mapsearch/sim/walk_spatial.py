@@ -41,13 +41,17 @@ _I64 = np.int64
 _END = np.iinfo(np.int64).max // 2  # the step of the final stores
 
 
-def _group_words(cols: list[np.ndarray], copy: np.ndarray, words: np.ndarray, ncopies: int) -> np.ndarray:
-    """Per link copy: words of the distinct rows ``(cols..., copy)`` (one crossing per group and copy)."""
-    if len(words) == 0:
-        return np.zeros(ncopies, _I64)
+def _sum_by(copy: np.ndarray, values: np.ndarray, ncopies: int) -> np.ndarray:
+    out = np.zeros(ncopies, _I64)
+    np.add.at(out, copy, values)
+    return out
+
+
+def _distinct(cols: list[np.ndarray], copy: np.ndarray) -> np.ndarray:
+    """Indices of the first of each distinct row ``(cols..., copy)`` (one crossing per group and copy)."""
     rows = np.stack(cols + [copy], axis=1)
     _, first = np.unique(rows, axis=0, return_index=True)
-    return np.bincount(copy[first], weights=words[first], minlength=ncopies).astype(_I64)
+    return first
 
 
 class _Tracker:
@@ -70,13 +74,43 @@ class _Tracker:
         ncol = 2 * len(self.axes)
         self.carry = np.full((ncol, self.n), -1, _I64)  # -1: holds nothing
         self.largest = np.zeros(self.n, _I64)
+        # Per link copy, the words of the copy a walked instance is (its own digits): for the link time.
         self.down = {j: np.zeros(self.ncopies[j], _I64) for j in self.copies}
         self.up = {j: np.zeros(self.ncopies[j], _I64) for j in self.copies}
+        # All copies together, each walked crossing weighed by the instances it stands for (collapsed layout).
+        self.down_total = dict.fromkeys(self.copies, 0)
+        self.up_total = dict.fromkeys(self.copies, 0)
+        self._weights(layout)
         self.seen = np.zeros(0, _I64)  # outputs: keys (instance, region) entered before
         self.radix = None
         if self.is_output:
             self.radix = (self.n,) + tuple(int(wl.tensor_shape(tensor)[a]) for a in range(len(self.axes)))
         self.change: np.ndarray | None = None  # this chunk's change mask, for the levels below
+
+    def _weights(self, layout: Layout) -> None:
+        """Weights of a walked crossing on link ``j`` (all 1 when every instance is walked).
+
+        A walked instance stands for the instances whose digits are in its
+        classes (``Layout.mult``). Below copy ``j`` (splits at levels >= j), a
+        group is told apart by its digits of the splits that may not share the
+        tensor: ``inside[j]`` groups of the copy cross alike. Above it, every
+        digit tells copies apart: ``copies_alike[j]`` copies cross alike. A
+        reload goes to the lowest instance of its group only, so only the
+        copies whose shareable digits are the lowest of their class (the
+        walked ones) take it: ``reload_alike[j]``.
+        """
+        cols = layout.split_columns(self.level)
+        ns = [c for c in cols if not layout.shareable(layout.splits[c], self.tensor)]
+        lvl = {c: layout.splits[c].level for c in cols}
+        self.inside = {j: layout.weight(self.level, [c for c in ns if lvl[c] >= j]) for j in self.copies}
+        self.copies_alike = {j: layout.weight(self.level, [c for c in cols if lvl[c] < j]) for j in self.copies}
+        self.reload_alike = {j: layout.weight(self.level, [c for c in ns if lvl[c] < j]) for j in self.copies}
+
+    def _cross(self, j: int, x: np.ndarray, words: np.ndarray, alike: dict, per_copy: dict, totals: dict) -> None:
+        """Add the crossings of walked instances ``x`` (one row each) on link ``j``."""
+        w = words * self.inside[j][x]
+        per_copy[j] += _sum_by(self.copies[j][x], w, self.ncopies[j])
+        totals[j] += int((w * alike[j][x]).sum())
 
     def regions(self, start: list[np.ndarray], size: list[np.ndarray]) -> np.ndarray:
         """``(2*axes, steps, instances)``: lo, hi per axis of the tiles (valid where active)."""
@@ -116,7 +150,8 @@ class _Tracker:
             st = steps[r, 0]
             if not self.is_output:
                 for j in self.copies:
-                    self.down[j] += _group_words([st, self.gid[x]] + list(reg), self.copies[j][x], words, self.ncopies[j])
+                    f = _distinct([st, self.gid[x]] + list(reg), self.copies[j][x])
+                    self._cross(j, x[f], words[f], self.copies_alike, self.down, self.down_total)
             else:
                 self._reloads(st, x, reg, words)
         # Exits (outputs: stores).
@@ -135,7 +170,8 @@ class _Tracker:
     def _stores(self, st: np.ndarray, x: np.ndarray, reg: np.ndarray) -> None:
         words = self._words(reg)
         for j in self.copies:
-            self.up[j] += _group_words([st, self.gid[x]] + list(reg), self.copies[j][x], words, self.ncopies[j])
+            f = _distinct([st, self.gid[x]] + list(reg), self.copies[j][x])
+            self._cross(j, x[f], words[f], self.copies_alike, self.up, self.up_total)
 
     def _reloads(self, st: np.ndarray, x: np.ndarray, reg: np.ndarray, words: np.ndarray) -> None:
         """Entries into regions the instance entered before reload partial sums (lowest instance per group)."""
@@ -157,8 +193,7 @@ class _Tracker:
         rows = np.stack([st, self.gid[x]] + list(reg), axis=1)
         _, first = np.unique(rows, axis=0, return_index=True)
         for j in self.copies:
-            c = self.copies[j][x[first]]
-            self.down[j] += np.bincount(c, weights=words[first], minlength=self.ncopies[j]).astype(_I64)
+            self._cross(j, x[first], words[first], self.reload_alike, self.down, self.down_total)
 
     def finish(self) -> None:
         """The end: output tiles still held go up, grouped like the stores of one step."""
@@ -199,14 +234,20 @@ def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
     return out
 
 
-def count_spatial(schedule: Schedule) -> Figures:
-    """Figures of a spatial schedule counted by walking its lockstep visit sequence with instances."""
+def count_spatial(schedule: Schedule, one_by_one: bool = False) -> Figures:
+    """Figures of a spatial schedule counted by walking its lockstep visit sequence with instances.
+
+    By default the instances that do the same work are walked once and
+    counted with their multiplicity (``Layout(collapse=True)``); the walk
+    itself is unchanged. ``one_by_one=True`` walks every instance (the check
+    of the collapsed walk, and its reference in the tests).
+    """
 
     wl = schedule.workload
     arch = schedule.architecture
     depth = arch.depth
     names = wl.tensor_names
-    lay = Layout(schedule)
+    lay = Layout(schedule, collapse=not one_by_one)
     vt = virtual_tables(schedule, lay)
     nd = len(wl.dims)
     inner = depth - 1
@@ -214,6 +255,7 @@ def count_spatial(schedule: Schedule) -> Figures:
     paths = [[lay.path(i, d) for d in wl.dims] for i in range(depth)]
     trackers = {(t, i): _Tracker(schedule, lay, t, i) for i in range(1, depth) for t in names if schedule.keeps(t, i)}
     chunk = max(64, CHUNK_CELLS // max(lay.count))
+    everyone = lay.weight(inner, range(len(lay.splits)))  # the L0 instances each walked one stands for
     op_calls = 0
     busiest = 0
     base = 0
@@ -241,7 +283,7 @@ def count_spatial(schedule: Schedule) -> Figures:
                 for k in range(nd):
                     calls *= -(-size[k] // block[k])
                 calls = np.where(active, calls, 0)
-                op_calls += int(calls.sum())
+                op_calls += int((calls * everyone[None, :]).sum())
                 busiest += int(calls.max(axis=1).sum())
         base += n
         if not checked:
@@ -250,32 +292,28 @@ def count_spatial(schedule: Schedule) -> Figures:
             checked = True
     for tr in trackers.values():
         tr.finish()
-    down = [dict.fromkeys(names, None) for _ in range(depth)]
-    up = [dict.fromkeys(names, None) for _ in range(depth)]
     occupancy = _occupancy(schedule, lay, trackers)
-    for i in range(depth):
-        mine = [(t, tr) for (t, li), tr in trackers.items() if li == i]
-        for t, tr in mine:
-            for j in tr.copies:
-                for store, src in ((down, tr.down[j]), (up, tr.up[j])):
-                    store[j][t] = src if store[j][t] is None else store[j][t] + src
     links = []
     for j in range(1, depth):
         link = arch.levels[j].link
-        ncopy = lay.count[j - 1]
-        zero = np.zeros(ncopy, _I64)
-        d = {t: (down[j][t] if down[j][t] is not None else zero) for t in names}
-        u = {t: (up[j][t] if up[j][t] is not None else zero) for t in names}
-        wd = sum(d.values())
-        wu = sum(u.values())
+        wd = np.zeros(lay.count[j - 1], _I64)  # per walked copy, for the link time
+        wu = np.zeros(lay.count[j - 1], _I64)
+        total_down = dict.fromkeys(names, 0)
+        total_up = dict.fromkeys(names, 0)
+        for (t, _), tr in trackers.items():
+            if j in tr.copies:
+                wd += tr.down[j]
+                wu += tr.up[j]
+                total_down[t] += tr.down_total[j]
+                total_up[t] += tr.up_total[j]
         time = max(Fraction(link.time(int(a), int(b))) for a, b in zip(wd, wu))
         links.append(
             LinkFigures(
                 name=arch.link_name(j),
-                words_down=int(wd.sum()),
-                words_up=int(wu.sum()),
+                words_down=sum(total_down.values()),
+                words_up=sum(total_up.values()),
                 time=time,
-                tensors=tuple(TensorTraffic(t, int(d[t].sum()), int(u[t].sum())) for t in names),
+                tensors=tuple(TensorTraffic(t, total_down[t], total_up[t]) for t in names),
             )
         )
     return Figures(

@@ -8,9 +8,12 @@ straight from docs/spatial.md ("What the solver searches"):
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
   pinned dimensions (extent 1, filter dims of an affine axis) held whole;
 - at the one meshed level ``s``, per dimension, every part extent ``P`` with
-  ``T_{s-1} >= P >= T_s`` that divides **every** level-``(s-1)`` piece of the
-  dimension (full and remainder pieces), ``factor = T_{s-1} / P``
-  (``T_0 = E``); ``P = T_{s-1}`` is "not split";
+  ``T_{s-1} >= P >= T_s`` (the contract's parts: each level-``(s-1)`` piece
+  ``x`` is cut into ``min(P, x - x0)`` for ``x0 = 0, P, 2P, ...``, so the
+  last parts may be smaller and some instances idle), ``factor =
+  ceil(T_{s-1} / P)`` at most the largest axis (``T_0 = E``); ``P = T_{s-1}``
+  is "not split". ``even_only=True`` keeps the older family (``P`` divides
+  every level-``(s-1)`` piece), to measure what unequal parts gain;
 - every assignment of the split dimensions (factor > 1) to mesh axes with
   the product of the factors on each axis at most its size (two split dims
   on one axis are listed in workload order: the instance coordinates are
@@ -32,7 +35,8 @@ against plain replays, schedule by schedule):
   bypassed give every keep choice's words and link times; capacities are
   checked from the occupancy rule (homes + the first tile of each kept
   tensor, x2 double-buffered when smaller than the tensor), which is the
-  replay's per-instance peak in this family (every part is equal).
+  replay's per-instance peak (instance 0's part is the largest, and its
+  first tile is the level's tile).
   Otherwise (a mesh in the middle: the link below it has one copy per
   instance and its time is the busiest copy's) every schedule is replayed
   as it is.
@@ -81,6 +85,9 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
     return out
 
 
+EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
+
+
 def dim_options(extent: int, depth: int, s: int, max_factor: int, pinned: bool) -> list[tuple[tuple[int, ...], int, int]]:
     """Per dimension: every (chain, part, factor) of the family; ``part`` is the parent extent when unsplit."""
     if pinned:
@@ -91,10 +98,11 @@ def dim_options(extent: int, depth: int, s: int, max_factor: int, pinned: bool) 
         parent = extent if s == 1 else chain[s - 2]
         above = pieces(extent, chain, s - 1)
         for part in range(chain[s - 1], parent + 1):
-            if all(x % part == 0 for x in above):
-                factor = parent // part
-                if factor <= max_factor:
-                    out.append((chain, part, factor))
+            if EVEN_ONLY and not all(x % part == 0 for x in above):
+                continue
+            factor = -(-parent // part)
+            if factor <= max_factor:
+                out.append((chain, part, factor))
     return out
 
 

@@ -4,12 +4,12 @@
     python examples/array/regenerate.py --check  # only compares with the shipped files
 
 - ``matmul-128x96x64``: fills the array (utilization 1, array utilization 1);
-- ``matmul-100x37x61``: cannot (equal parts must divide every parent piece);
-- ``matmul-100x37x61-unequal.schedule.json``: a hand-written schedule outside
-  the solver's family (unequal parts: m in parts of 7, k in parts of 4),
-  shipped without a prediction; ``mapsearch replay`` counts it;
-- ``matmul-100x37x61-glb16.schedule.json``: hand-written, inside the family:
-  GLB tiles of 16 in m and k, parts of 1, so the busiest PE does only 1,036
+- ``matmul-100x37x61``: cannot fill it (primes; the solver uses unequal parts: 988 clocks);
+- ``matmul-100x37x61-unequal.schedule.json``: a hand-written schedule with
+  unequal parts (m in parts of 7, k in parts of 4, 1,036 clocks, beaten by
+  the solver), shipped without a prediction; ``mapsearch replay`` counts it;
+- ``matmul-100x37x61-glb16.schedule.json``: hand-written: GLB tiles of 16
+  in m and k, parts of 1, so the busiest PE does only 1,036
   calls, but B crosses DRAM->GLB 7 times and that link binds (1,600 clocks).
 
 Solves use the default options (objective time then words, one worker,

@@ -115,10 +115,11 @@ class DimChains:
     family: str = "full"  # which candidate family each level drew from
     # With a spatial level s: the part extent and factor per chain, and the
     # same quantities seen per instance: "sum" over all instances, "rep" for
-    # the representative instance (part index 0). See spatial_quantities.
+    # the representative instance (part index 0). See model/spatial_chains.py.
     parts: np.ndarray | None = None
     factors: np.ndarray | None = None
     flavoured: dict | None = None
+    parts_family: str | None = None  # which part extents were cut (model/spatial_chains.py)
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -215,7 +216,7 @@ def enumerate_chains(
     convolution axis, see :mod:`mapsearch.model.problem`). With
     ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
     the level-``(s-1)`` tile into equal parts across instances
-    (:func:`spatial_quantities`).
+    (:func:`mapsearch.model.spatial_chains.spatial_quantities`).
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
@@ -232,6 +233,8 @@ def enumerate_chains(
     if spatial_level is not None and max_factor > 1 and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
+        from mapsearch.model.spatial_chains import spatial_quantities
+
         q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
     return _prune(q, raw, reduced, label)
 
@@ -331,117 +334,6 @@ def _positional_quantities(extent: int, tiles: np.ndarray, counts: np.ndarray, f
     return sums, small
 
 
-def _split(pieces: list[tuple[np.ndarray, np.ndarray]], t: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One level down: each (extent, count) splits into full tiles of ``t`` and a remainder."""
-    full_count = np.zeros_like(t)
-    level = []
-    for size, count in pieces:
-        full = size // t
-        rem = size - full * t
-        full_count = full_count + count * full
-        level.append((rem, count * (rem > 0)))
-    return [(t, full_count)] + level
-
-
-def spatial_quantities(q: dict, s: int, max_factor: int, footprints, block: int) -> dict:
-    """Add a spatial split at level ``s`` to every chain: parts of extent ``P`` across instances.
-
-    A chain may split each level-``(s-1)`` piece into parts of ``P`` (one
-    per instance along a mesh axis) when ``P`` divides every level-``(s-1)``
-    piece, so that all active instances hold equal parts; ``factor =
-    T_{s-1} / P <= max_factor``. Factor 1 is the unsplit chain. Instance
-    ``q`` is active in the pieces of at least ``(q+1) * P``; it walks its own
-    tree: the active pieces above ``s`` and, inside each, its part split by
-    ``T_s..T_J``. Its counts, footprint sums, still sums (a level-``k`` piece
-    above ``s`` is still for instance ``q`` when no loop from ``k+1`` to
-    ``s-1`` splits it and ``T_i = P``) and calls are computed exactly; the
-    model reads their sum over instances and the representative's (``q = 0``).
-    """
-    tiles, extent = q["tiles"], q["extent"]
-    rows, depth = tiles.shape
-    parent = np.full(rows, extent, dtype=np.int64) if s == 1 else tiles[:, s - 2]
-    above = q["pieces"][s - 1]
-    common = np.zeros(rows, dtype=np.int64)
-    for size, count in above:
-        common = np.gcd(common, np.where(count > 0, size, 0))
-    chosen_rows, parts, factors = [np.arange(rows)], [parent], [np.ones(rows, dtype=np.int64)]
-    for m in range(2, max_factor + 1):
-        part = parent // m
-        ok = (parent % m == 0) & (part >= tiles[:, s - 1]) & (part > 0)
-        ok &= np.where(part > 0, common % np.maximum(part, 1) == 0, False)
-        idx = np.flatnonzero(ok)
-        chosen_rows.append(idx)
-        parts.append(part[idx])
-        factors.append(np.full(idx.size, m, dtype=np.int64))
-    sel = np.concatenate(chosen_rows)
-    part = np.concatenate(parts)
-    factor = np.concatenate(factors)
-    out = {k: (v[sel] if isinstance(v, np.ndarray) else v) for k, v in q.items() if k not in ("sums", "small", "pieces")}
-    out["sums"] = {f: v[sel] for f, v in q["sums"].items()}
-    out["small"] = {f: {k: v[sel] for k, v in d.items()} for f, d in q["small"].items()}
-    pieces = [[(sz[sel], c[sel]) for sz, c in lv] for lv in q["pieces"]]
-    out["pieces"] = pieces
-    out["parts"], out["factors"] = part, factor
-    out["flavoured"] = _instance_views(out, pieces, s, part, factor, footprints, block)
-    return out
-
-
-def _instance_views(q: dict, pieces, s: int, part: np.ndarray, factor: np.ndarray, footprints, block: int) -> dict:
-    tiles = q["tiles"]
-    rows, depth = tiles.shape
-    split = factor > 1
-    parent = np.full(rows, q["extent"], dtype=np.int64) if s == 1 else tiles[:, s - 2]
-
-    f_of = footprint_values
-
-    # The pieces of one part, levels s..J (index 0 is the part itself).
-    part_pieces = [[(part, np.ones(rows, dtype=np.int64))]]
-    for j in range(s, depth + 1):
-        part_pieces.append(_split(part_pieces[-1], tiles[:, j - 1]))
-
-    def level_pieces(k):  # the pieces of one part at level k >= s
-        return part_pieces[k - s + 1]
-
-    views = {}
-    for name, instances in (("rep", [0]), ("sum", list(range(int(factor.max()))))):
-        counts = np.zeros((rows, depth + 1), dtype=np.int64)
-        sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
-        small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(s, depth + 1) for k in range(i)}
-                 for f in footprints}
-        calls = np.zeros(rows, dtype=np.int64)
-        for inst in instances:
-            here = inst < factor  # this instance exists in this chain
-            active = [[(c * (np.minimum(sz, parent) >= (inst + 1) * part) * here) for sz, c in lv] for lv in pieces[:s]]
-            n_active = sum(active[s - 1])
-            for k in range(s):
-                counts[:, k] += sum(active[k])
-                for f in footprints:
-                    sums[f][:, k] += sum(a * f_of(f, sz) for (sz, _), a in zip(pieces[k], active[k]))
-            for k in range(s, depth + 1):
-                counts[:, k] += n_active * sum(c for _, c in level_pieces(k))
-                for f in footprints:
-                    sums[f][:, k] += n_active * sum(c * f_of(f, sz) for sz, c in level_pieces(k))
-            for f in footprints:
-                for i in range(s, depth + 1):
-                    ti = tiles[:, i - 1]
-                    for k in range(i):
-                        if k >= s:
-                            small[f][(k, i)] += n_active * sum(c * f_of(f, sz) * (sz <= ti) for sz, c in level_pieces(k))
-                        else:
-                            unsplit = sum(a * (sz <= parent) for (sz, _), a in zip(pieces[k], active[k]))
-                            small[f][(k, i)] += unsplit * (ti == part) * f_of(f, part)
-            calls += n_active * sum(c * (-(-sz // block)) for sz, c in level_pieces(depth))
-        # Unsplit chains: the one instance sees the plain tree.
-        counts[~split] = q["counts"][~split]
-        for f in footprints:
-            sums[f][~split] = q["sums"][f][~split]
-            for key in small[f]:
-                small[f][key][~split] = q["small"][f][key][~split]
-        calls[~split] = q["calls"][~split]
-        views[name] = {"counts": counts, "sums": sums, "small": small, "calls": calls}
-    return views
-
-
 def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     """Drop chains dominated by one with equal counts and words and no larger extents or calls.
 
@@ -504,6 +396,7 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
                    "sums": {f: a[idx] for f, a in v["sums"].items()},
                    "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
             for name, v in q["flavoured"].items()},
+        parts_family=q.get("parts_family"),
     )
 
 

@@ -13,8 +13,6 @@ from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
 from mapsearch.model.problem import pinned_dims
 
-# What the spatial encoding leaves out (model/spatial.py, docs/spatial.md).
-SPATIAL_RESTRICTION = "spatial parts: even divisions of the parent tile only"
 
 
 def family_restrictions(enc: Encoding) -> tuple[str, ...]:
@@ -28,8 +26,9 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     reduced = [(d, c.family) for d, c in enc.chains.items() if c.reduced]
     if reduced:
         out.append("reduced tile candidates: " + "; ".join(f"{d} {family}" for d, family in reduced))
-    if enc.spatial_level is not None and SPATIAL_RESTRICTION:
-        out.append(SPATIAL_RESTRICTION)
+    cut = [(d, c.parts_family) for d, c in enc.chains.items() if c.parts_family not in (None, "all parts")]
+    if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
+        out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
     reason = placement_disabled_reason(enc)
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")

@@ -1,0 +1,94 @@
+"""Unequal spatial parts in the solver (issue 15): regression cases and brute force on primes over 2, 3, 4 instances.
+
+The parts follow the contract's split with remainder (a parent piece ``x``
+is cut into ``min(P, x - x0)``), so an extent that no instance count
+divides still fills the array: 7x7x7 on 4 instances splits k (or m, n)
+2+2+2+1 and runs in 2 x 49 calls instead of 343; 3x3x3 on 2 instances
+splits 2+1. The brute force (``tests/brute_force_spatial.py``, which shares
+nothing with the model) enumerates every part of the contract and scores
+each schedule by the replay; ``EVEN_ONLY`` gives the family the solver had
+before, to show what it missed.
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import brute_force as bf  # noqa: E402
+import brute_force_spatial as bfs  # noqa: E402
+
+from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.schedule.figures import differences  # noqa: E402
+from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.solve.run import solve  # noqa: E402
+from mapsearch.spec.architecture import MeshAxis, Link  # noqa: E402
+from tests.solve.test_spatial_vs_brute_force import arch, conv1d, matmul  # noqa: E402
+
+FAST = Link(Fraction(1, 16), Fraction(1, 16))
+
+
+def compute_bound(n: int, instances: int, clocks: int):
+    """n^3 matmul, L1 -> L0 (3 words per instance, links 1/16 clock per word), ``clocks`` per MAC."""
+    return matmul(n, n, n), arch([None, 3], 1, (MeshAxis("x", instances, ("all",)),), [None, FAST], clocks=Fraction(clocks))
+
+
+def solved(w, a, objective=bf.Objective()):
+    o = objective
+    result = solve(Problem(w, a), options=SolveOptions(objective=o.kind, min_utilization=o.min_utilization,
+                                                         time_limit=60, workers=1, seed=0))
+    replayed = bf.replay_figures(result.schedule)
+    assert differences(result.schedule.predicted, replayed) == []
+    return result, replayed
+
+
+def brute(w, a, even_only=False, objective=bf.Objective()):
+    bfs.EVEN_ONLY = even_only
+    try:
+        return bfs.brute_force_spatial(w, a, (), objective)
+    finally:
+        bfs.EVEN_ONLY = False
+
+
+@pytest.mark.parametrize("n, instances, clocks, before, after", [(7, 4, 4, 1372, 392), (3, 2, 2, 54, 36)])
+def test_issue_cases(n, instances, clocks, before, after) -> None:
+    w, a = compute_bound(n, instances, clocks)
+    result, f = solved(w, a)
+    assert result.proven and result.phases[0].value == after
+    # The busiest instance: one dimension cut ceil(n / instances) wide, the others whole.
+    assert f.busiest_calls == -(-n // instances) * n * n and f.compute_time == after
+    (split,) = result.schedule.levels[1].spatial
+    assert split.part == -(-n // instances)
+    # Parts that divide the extent (the solver's family before) cannot split a prime at all.
+    assert brute(w, a, even_only=True).value[0] == before == n**3 * clocks
+    assert brute(w, a).value == tuple(p.value for p in result.phases)
+
+
+CASES = [
+    # (workload, capacities, mesh sizes, reuse): primes over 2, 3 and 4 instances, one or two axes.
+    (matmul(5, 2, 3), [None, 6], (2,), ("all",)),
+    (matmul(3, 5, 2), [None, 5], (3,), ("input",)),
+    (matmul(7, 1, 5), [None, 4], (4,), ("output",)),
+    (matmul(5, 3, 2), [None, 6], (2, 2), ("none",)),
+    (matmul(2, 5, 3), [None, 30, 6], (3,), ("all",)),
+    (conv1d(2, 5, 2), [None, 6], (3,), ("all",)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("objective", [bf.Objective("time"), bf.Objective("words", min_utilization=Fraction(1, 2))])
+def test_unequal_parts_match_brute_force(case, objective) -> None:
+    w, caps, sizes, reuse = CASES[case]
+    mesh = tuple(MeshAxis(name, size, reuse) for name, size in zip(("x", "y"), sizes))
+    links = [None] + [Link(Fraction(1, 8), Fraction(1, 4))] * (len(caps) - 1)
+    a = arch(caps, len(caps) - 1, mesh, links)
+    result, f = solved(w, a, objective)
+    b = brute(w, a, objective=objective)
+    assert result.proven
+    assert tuple(p.value for p in result.phases) == b.value, (result.schedule.levels, b.schedule.levels)
+    assert objective.key(f) == b.value

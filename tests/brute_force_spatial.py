@@ -15,7 +15,9 @@ straight from docs/spatial.md ("What the solver searches"):
   is "not split". ``even_only=True`` keeps the older family (``P`` divides
   every level-``(s-1)`` piece), to measure what unequal parts gain;
 - every assignment of the split dimensions (factor > 1) to mesh axes with
-  the product of the factors on each axis at most its size (two split dims
+  the product of the factors on each axis at most its size, and no split
+  on an axis over a dimension that indexes one of its ``must_reuse``
+  tensors (two split dims
   on one axis are listed in workload order: the instance coordinates are
   then mixed-radix, first listed outermost);
 - every loop order of every level below the top, dims that do not advance
@@ -142,6 +144,9 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
                 used[a] *= f
             if any(u > ax.size for u, ax in zip(used, mesh)):
                 continue
+            if any(d in w.tensor(t).dims for (d, _, _), a in zip(split, axes) for t in w.tensor_names
+                   if mesh[a].must_share(t, w.is_output(t))):
+                continue  # must_reuse: the instances along the axis share t, so the split may not index it
             tiles = {d: chain for d, (chain, _, _) in zip(w.dims, combo)}
             parts = {d: part for d, (_, part, _) in zip(w.dims, combo)}
             splits = tuple(SpatialSplit(d, part, mesh[a].name) for (d, part, _), a in zip(split, axes))

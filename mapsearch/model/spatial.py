@@ -1,7 +1,7 @@
 """Spatial fanout: which dimensions split across a meshed level's instances, on which axis.
 
 One meshed level ``s`` is supported. Each dimension's chain carries a part
-extent and a factor (``model/chains.spatial_quantities``); here a split
+extent and a factor (``model/spatial_chains.py``); here a split
 dimension is mapped to one mesh axis and
 
     prod_{d on axis a} factor_d <= size_a                 for every axis a
@@ -69,6 +69,7 @@ def add_mesh_factors(enc: Encoding) -> None:
                 enc.model.add(first == 1).only_enforce_if(_as_bool(enc, unsplit, f"{d}_unsplit"))
             enc.on_axis[(d, 0)] = first
             enc.on_axis[(d, 1)] = ~first
+    add_must_reuse(enc)
     for a, axis in enumerate(mesh):
         parts = [enc.select(enc.on_axis[(d, a)], enc.factor[d], Q.const(1), f"factor_{d}_{axis.name}")
                  for d in split_dims(enc) if (d, a) in enc.on_axis]
@@ -79,6 +80,33 @@ def add_mesh_factors(enc: Encoding) -> None:
             enc.guards[f"mesh axis {axis.name} of {enc.problem.architecture.levels[enc.spatial_level].name}"] = guard
         elif int(used.expr) > axis.size:
             enc.model.add_bool_or([False])
+
+
+def add_must_reuse(enc: Encoding) -> None:
+    """An axis's ``must_reuse`` tensors are shared by all its instances: no split on it indexes one.
+
+    For every split dimension ``d`` that indexes a tensor in axis ``a``'s
+    ``must_reuse``:  ``on[d, a] => factor_d == 1``  (``d`` is then not split
+    on ``a``; an unsplit dimension sits on axis 0 and constrains nothing).
+    One guard literal per axis names the family in an infeasibility core.
+    """
+    w = enc.problem.workload
+    lv = enc.problem.architecture.levels[enc.spatial_level]
+    for a, axis in enumerate(axes(enc)):
+        shared = [t for t in w.tensor_names if axis.must_share(t, w.is_output(t))]
+        banned = [d for d in split_dims(enc) if (d, a) in enc.on_axis and any(d in w.tensor(t).dims for t in shared)]
+        if not banned:
+            continue
+        guard = enc.model.new_bool_var(f"must_reuse_{axis.name}")
+        enc.guards[f"must_reuse of mesh axis {axis.name} of {lv.name}"] = guard
+        for d in banned:
+            on = enc.on_axis[(d, a)]
+            when = [guard] if on is True else [guard, on]
+            factor = enc.factor[d]
+            if not factor.is_const:
+                enc.model.add(factor.expr == 1).only_enforce_if(when)
+            elif int(factor.expr) > 1:  # always split: never on this axis
+                enc.model.add_bool_or([negate(x) for x in when])
 
 
 def _as_bool(enc: Encoding, q: Q, stem: str):
@@ -132,4 +160,4 @@ def total(enc: Encoding) -> dict:
     return {d: "sum" for d in split_dims(enc)}
 
 
-__all__ = ["meshed_level", "max_factor", "add_mesh_factors", "views", "representative", "total", "negate"]
+__all__ = ["meshed_level", "max_factor", "add_mesh_factors", "add_must_reuse", "views", "representative", "total", "negate"]

@@ -51,12 +51,23 @@ class MeshAxis:
     name: str
     size: int
     may_reuse: tuple[str, ...] = ("all",)
+    # Tensors (or roles) every instance along the axis must share: a split on this axis may not
+    # be on a dimension that indexes one of them (docs/spatial.md, "must_reuse"). Empty: nothing.
+    must_reuse: tuple[str, ...] = ()
 
     def reuses(self, tensor: str, is_output: bool) -> bool:
-        names = set(self.may_reuse)
-        if "none" in names:
-            return False
-        return "all" in names or tensor in names or ("output" if is_output else "input") in names
+        return _names(self.may_reuse, tensor, is_output)
+
+    def must_share(self, tensor: str, is_output: bool) -> bool:
+        return _names(self.must_reuse, tensor, is_output)
+
+
+def _names(names: tuple[str, ...], tensor: str, is_output: bool) -> bool:
+    """``tensor`` is among ``names`` (tensor names or the roles ``input``, ``output``, ``all``, ``none``)."""
+    found = set(names)
+    if "none" in found:
+        return False
+    return "all" in found or tensor in found or ("output" if is_output else "input") in found
 
 
 @dataclass(frozen=True)

@@ -870,12 +870,14 @@ def path_architecture(path: FlatPath, workload: Workload) -> Architecture:
     An expression that names no tensor becomes ``('none',)``. Unknown names
     are a TreeError at their place in the file.
     """
-    if not path.may_reuse:
+    if not path.may_reuse and not path.must_reuse:
         return path.architecture
     bound = {(r.level, r.axis): _ordered(r.rule.evaluate(workload), workload) for r in path.may_reuse}
+    must = {key: _ordered(names, workload) for key, names in path_must_reuse(path, workload).items()}
     levels = []
     for lv in path.architecture.levels:
-        mesh = tuple(replace(a, may_reuse=bound.get((lv.name, a.name)) or ("none",)) for a in lv.mesh)
+        mesh = tuple(replace(a, may_reuse=(bound[(lv.name, a.name)] or ("none",)) if (lv.name, a.name) in bound
+                             else a.may_reuse, must_reuse=must.get((lv.name, a.name), ())) for a in lv.mesh)
         levels.append(replace(lv, mesh=mesh))
     return replace(path.architecture, levels=tuple(levels))
 
@@ -883,8 +885,9 @@ def path_architecture(path: FlatPath, workload: Workload) -> Architecture:
 def path_must_reuse(path: FlatPath, workload: Workload) -> dict[tuple[str, str], frozenset[str]]:
     """``(level, fanout dimension) -> tensors`` that every instance along it must share.
 
-    Recorded for the solver's spatial family; not yet a constraint of the
-    solver (a mesh is not solvable yet either).
+    :func:`path_architecture` writes them into ``MeshAxis.must_reuse``; the
+    solver then splits that axis only over dimensions that index none of
+    them (model/spatial.py).
     """
     return {(r.level, r.axis): r.rule.evaluate(workload) for r in path.must_reuse}
 

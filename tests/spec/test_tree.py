@@ -146,7 +146,7 @@ def test_spatial_fanouts_become_the_mesh_of_their_level():
     assert path_must_reuse(p, MATMUL) == {("PE", "y"): frozenset({"Z"})}
     # Bound to a workload, may_reuse lists tensor names.
     bound = path_architecture(p, MATMUL)
-    assert bound.levels[2].mesh == (MeshAxis("x", 4, ("A", "B")), MeshAxis("y", 3, ("A", "Z")))
+    assert bound.levels[2].mesh == (MeshAxis("x", 4, ("A", "B")), MeshAxis("y", 3, ("A", "Z"), ("Z",)))
     assert bound.levels[1].mesh == (MeshAxis("z", 2, ("none",)),)
 
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from mapsearch.errors import MapsearchError
+from mapsearch.report.spatial import spatial_loop_text
 from mapsearch.report.text import format_exact
 from mapsearch.schedule.schedule import Schedule
 
@@ -80,8 +81,12 @@ def loop_nest_lines(s: Schedule) -> list[str]:
     indent = "  "
     for i in range(1, arch.depth):
         lv, parent = s.levels[i], s.levels[i - 1].tile_extents
+        split = {sp.dim: sp for sp in lv.spatial}
+        for sp in lv.spatial:  # spatial loops first: each instance then loops over its part
+            lines.append(f"{indent}{spatial_loop_text(s, i, sp)}")
+            indent += "  "
         for d in lv.order:
-            t, p = lv.tile_extent(d), parent[d]
+            t, p = lv.tile_extent(d), split[d].part if d in split else parent[d]
             lines.append(f"{indent}for {d} in [0, {p}) step {t}   # {lv.level}: {trips_note(p, t)}")
             indent += "  "
         tile = " ".join(f"{d}={e}" for d, e in lv.tile)

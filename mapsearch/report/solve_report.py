@@ -8,7 +8,8 @@ build text or data: the CLI prints.
 
 The text report has, in order: the problem, the status (a FEASIBLE result,
 stopped by the time limit, says so in capitals with its bound and gap), the
-phases, the search space, the schedule as a loop nest, the predicted and
+phases, the search space, the schedule as a loop nest (spatial loops
+marked as such) and its spatial fanout per meshed level, the predicted and
 replayed figures side by side with a check mark per row, and what binds.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, Sequence
 
 from mapsearch.report.json_report import _exact, _number, report_dict
 from mapsearch.report.loopnest import loop_nest_lines
+from mapsearch.report.spatial import spatial_dict, spatial_lines
 from mapsearch.report.text import _table, bottleneck, format_exact
 from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.json_io import schedule_to_dict
@@ -174,6 +176,9 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) ->
     lines += space_lines(result.space)
     lines += ["", "schedule (loops outer -> inner):"]
     lines += [f"  {l}" for l in loop_nest_lines(s)]
+    spatial = spatial_lines(s, replayed.figures)
+    if spatial:
+        lines += [""] + spatial
 
     rows = comparison_rows(s.predicted, figures, arch)
     title = "predicted vs replayed" + (f" ({mode} mode)" if mode else "")
@@ -200,8 +205,10 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     ``objective_bound`` (JSON numbers; exact text under ``exact``), ``gap``,
     ``solve_seconds``, ``phases``, ``binding`` (each ``kind``, ``name``,
     ``value``, ``limit``, ``slack``, ``tight``), ``space``,
-    ``predicted_equals_replayed``, ``mismatches``, ``replay_mode`` and
-    ``schedule`` (the schedule file's dict, predicted figures included).
+    ``predicted_equals_replayed``, ``mismatches``, ``replay_mode``,
+    ``schedule`` (the schedule file's dict, predicted figures included) and
+    ``spatial`` (per meshed level: axes, splits, parts, idle instances,
+    array utilization; :mod:`mapsearch.report.spatial`).
     """
     s: Schedule = result.schedule
     out = report_dict(replayed.figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
@@ -236,6 +243,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
             "predicted_equals_replayed": not mismatches,
             "mismatches": [{"field": f, "predicted": _plain(a), "replayed": _plain(b)} for f, a, b in mismatches],
             "schedule": schedule_to_dict(s),
+            "spatial": spatial_dict(s, replayed.figures),
         }
     )
     return out

@@ -92,3 +92,26 @@ def test_unequal_parts_match_brute_force(case, objective) -> None:
     assert result.proven
     assert tuple(p.value for p in result.phases) == b.value, (result.schedule.levels, b.schedule.levels)
     assert objective.key(f) == b.value
+
+
+@pytest.mark.parametrize("limit, family, clocks", [(6, "balanced parts ceil(T/m) only", 150),
+                                                   (3, "even divisions of the parent tile only", 375)])
+def test_a_reduced_part_family_is_named(monkeypatch, limit, family, clocks) -> None:
+    """Beyond the row limit fewer parts are cut, and the result says so (OPTIMAL_IN_FAMILY, never OPTIMAL).
+
+    5^3 on 3 instances: per dimension 9 (chain, part) rows in all, 5 balanced ones (parts 3 and 2).
+    Balanced parts still reach ceil(5/3) = 2 (2 x 25 calls x 3 clocks); parts dividing 5 split nothing.
+    """
+    import mapsearch.model.build as build
+    import mapsearch.model.spatial_chains as sc
+
+    monkeypatch.setattr(sc, "SPATIAL_ROWS_LIMIT", limit)
+    build._chains_cached.cache_clear()  # chains are cached per extent and bounds, not per limit
+    try:
+        w, a = compute_bound(5, 3, 3)
+        result, f = solved(w, a)
+    finally:
+        build._chains_cached.cache_clear()
+    assert result.status == "OPTIMAL_IN_FAMILY"
+    assert f"spatial parts: m {family}; n {family}; k {family}" in result.family_restrictions
+    assert result.phases[0].value == clocks == f.compute_time

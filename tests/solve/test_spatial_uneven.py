@@ -95,7 +95,7 @@ def test_unequal_parts_match_brute_force(case, objective) -> None:
 
 
 @pytest.mark.parametrize("limit, family, clocks", [(6, "balanced parts ceil(T/m) only", 150),
-                                                   (3, "even divisions of the parent tile only", 375)])
+                                                   (4, "even divisions of the parent tile only", 375)])
 def test_a_reduced_part_family_is_named(monkeypatch, limit, family, clocks) -> None:
     """Beyond the row limit fewer parts are cut, and the result says so (OPTIMAL_IN_FAMILY, never OPTIMAL).
 
@@ -106,6 +106,7 @@ def test_a_reduced_part_family_is_named(monkeypatch, limit, family, clocks) -> N
     import mapsearch.model.spatial_chains as sc
 
     monkeypatch.setattr(sc, "SPATIAL_ROWS_LIMIT", limit)
+    monkeypatch.setattr(sc, "BALANCED_ROWS_LIMIT", limit)
     build._chains_cached.cache_clear()  # chains are cached per extent and bounds, not per limit
     try:
         w, a = compute_bound(5, 3, 3)

@@ -24,6 +24,11 @@ of the splits that may not share the tensor (``Layout.group``); on link
 spans: multicast of inputs, in-network reduction of outputs. Reloads of
 partial sums go to the lowest instance of each group only. The end stores
 every output tile still held, grouped the same way.
+
+Instances that do the same work are walked once (``Layout(collapse=True)``:
+one digit per class of every split) and their crossings weighed by the
+instances they stand for (``_Tracker._weights``; docs/spatial.md, "Walking
+instances that do the same work once"); ``one_by_one=True`` walks them all.
 """
 
 from __future__ import annotations

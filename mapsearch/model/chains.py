@@ -236,6 +236,7 @@ def enumerate_chains(
         from mapsearch.model.spatial_chains import spatial_quantities
 
         q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
+        raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     return _prune(q, raw, reduced, label)
 
 

@@ -94,6 +94,7 @@ def spatial_quantities(q: dict, s: int, max_factor: int, footprints, block: int)
     out["pieces"] = pieces
     out["parts"], out["factors"] = part, factor
     out["parts_family"] = family
+    out["part_rows"] = int(split_rows.size)
     out["flavoured"] = _instance_views(out, pieces, s, part, factor, footprints, block)
     return out
 

@@ -14,6 +14,7 @@ from typing import Mapping
 from ortools.sat.python import cp_model
 
 from mapsearch.errors import InfeasibleError
+from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
@@ -125,6 +126,7 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
+    add_bounds(enc)  # redundant floors on link words and time (docs/solver.md, "Lower bounds")
     _add_min_utilization(enc, options)
     if options.models_dram_rows:
         enc.rows = add_row_openings(enc, layouts)

@@ -1,0 +1,164 @@
+r"""Redundant lower bounds on link words and time, valid for every schedule of the contract.
+
+The bounds are computed from the einsum and the capacities only, never from
+the encoding's closed forms, so they hold for every schedule the contract
+allows (any tile extents, orders, keep/bypass, buffer placement, split
+windows, uneven spatial parts). Proofs: docs/solver.md, "Lower bounds".
+
+Per tensor ``X`` and link into level ``a`` (``home(X) < a <= L0``):
+
+    down[X, a] >= touched(X)      (X an input)
+    up[X, a]   >= |X|             (X the output)
+
+``touched(X)`` counts the elements some MAC reads (a stride larger than the
+dilation leaves holes that no schedule has to load).
+
+Per link ``a``, for matmul-like einsums (:func:`is_matmul_like`) on an
+architecture without spatial fanout, when every tensor's home is above
+``a`` and the levels ``a..L0`` are all bounded:
+
+    sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(S_a)) - 2 S_a,
+    S_a = sum_{i >= a} capacity_i
+
+Time (no spatial fanout, where the link time is the link's words):
+
+    shared:    time >= F_a * icpw
+    separate:  time * (icpw + ocpw) >= F_a * icpw * ocpw,  time >= D_a * icpw,  time >= U_a * ocpw
+
+with ``F_a`` the link's floor and ``D_a``/``U_a`` its down/up floors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.problem import Problem
+from mapsearch.report.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
+
+__all__ = ["LinkFloor", "link_floors", "add_bounds", "words_floor", "time_floor"]
+
+
+@dataclass(frozen=True)
+class LinkFloor:
+    """Floors on the words crossing the link into level ``child`` (summed over its copies)."""
+
+    child: int
+    down: int  # sum of the inputs' compulsory words
+    up: int  # the output's compulsory words
+    io: int  # the Smith et al. bound on down + up (0 where it does not apply)
+
+    @property
+    def total(self) -> int:
+        return max(self.down + self.up, self.io)
+
+
+def tensor_floors(p: Problem) -> dict[tuple[str, int], tuple[int, int]]:
+    """``(down, up)`` floors per (tensor, link): compulsory words, see the module docstring."""
+    w = p.workload
+    out: dict[tuple[str, int], tuple[int, int]] = {}
+    if p.fusion_level is not None:
+        return out  # fused stages share buffers across einsums: no floors claimed
+    for t in w.tensor_names:
+        touched = touched_elements(w, t)
+        for a in range(p.home(t) + 1, p.depth + 1):
+            out[(t, a)] = (0, touched) if w.is_output(t) else (touched, 0)
+    return out
+
+
+def _no_fanout(p: Problem) -> bool:
+    return all(lv.instances == 1 for lv in p.architecture.levels)
+
+
+def link_floors(p: Problem) -> dict[int, LinkFloor]:
+    """The floor of every link (child level ``1..L0``)."""
+    w = p.workload
+    per_tensor = tensor_floors(p)
+    caps = [lv.capacity for lv in p.architecture.levels]
+    out: dict[int, LinkFloor] = {}
+    if p.fusion_level is not None:
+        return out
+    matmul = is_matmul_like(w) and _no_fanout(p)
+    for a in range(1, p.depth + 1):
+        down = sum(per_tensor.get((t, a), (0, 0))[0] for t in w.tensor_names)
+        up = sum(per_tensor.get((t, a), (0, 0))[1] for t in w.tensor_names)
+        io = 0
+        if matmul and all(p.home(t) < a for t in w.tensor_names) and all(c is not None for c in caps[a:]):
+            s = sum(caps[a:])
+            if s >= 1:
+                io = max(0, io_lower_bound_detail(w, s).matmul or 0)
+        out[a] = LinkFloor(a, down, up, io)
+    return out
+
+
+def words_floor(enc: Encoding) -> int:
+    """The floor on the total words over all links (0 where none is known)."""
+    return enc.cache.get("bounds_words", 0)
+
+
+def time_floor(enc: Encoding) -> int:
+    """The floor on the scaled time from the links (0 where none is known)."""
+    return enc.cache.get("bounds_time", 0)
+
+
+def add_bounds(enc: Encoding) -> None:
+    """Post every floor above on the model (call after the time and the words total exist)."""
+    p = enc.problem
+    _add_tensor_floors(enc)
+    floors = link_floors(p)
+    _add_link_word_floors(enc, floors)
+    if _no_fanout(p):
+        _add_time_floors(enc, floors)
+
+
+def _add_tensor_floors(enc: Encoding) -> None:
+    """``down[X, a] >= touched(X)`` (inputs), ``up[X, a] >= |X|`` (output)."""
+    for (t, a), (down, up) in tensor_floors(enc.problem).items():
+        for q, floor in ((enc.link_tensor_down.get((t, a)), down), (enc.link_tensor_up.get((t, a)), up)):
+            if q is not None and floor > 0 and not q.is_const and q.lo < floor:
+                enc.model.add(q.expr >= floor)
+
+
+def _add_link_word_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
+    r"""``W_a = sum_X down[X, a] + up[X, a] >= F_a`` as a variable per link; the words total becomes ``sum_a W_a``.
+
+    Summing the per-link variables (whose domains carry the floors) lets the
+    search see ``sum_a F_a`` as the objective's bound from the start.
+    """
+    if not floors or enc.words_total is None:
+        return
+    names = enc.problem.workload.tensor_names
+    parts: list[Q] = []
+    total_floor = 0
+    for a in sorted(floors):
+        q = enc.total([enc.link_tensor_down[(t, a)] for t in names] + [enc.link_tensor_up[(t, a)] for t in names])
+        floor = floors[a].total
+        total_floor += max(floor, q.lo)
+        if q.is_const or floor <= q.lo:
+            parts.append(q)
+            continue
+        v = enc.model.new_int_var(floor, max(floor, q.hi), f"link_words_L{a}")
+        enc.model.add(v == q.expr)
+        parts.append(Q(v, floor, max(floor, q.hi)))
+    enc.words_total = enc.total(parts)
+    enc.cache["bounds_words"] = total_floor
+
+
+def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
+    """``time >= `` each link's least time given its floors (shared and separate lines, scaled clocks)."""
+    if enc.time is None:
+        return
+    best = 0
+    for a, f in floors.items():
+        link = enc.problem.architecture.levels[a].link
+        i = int(link.input_clocks_per_word * enc.scale)
+        o = int(link.output_clocks_per_word * enc.scale)
+        if link.lines == "shared":
+            best = max(best, f.total * i)
+        else:
+            best = max(best, f.down * i, f.up * o)
+            if i + o > 0:
+                best = max(best, -(-f.total * i * o // (i + o)))
+    if best > enc.time.lo:
+        enc.model.add(enc.time.expr >= best)
+    enc.cache["bounds_time"] = best

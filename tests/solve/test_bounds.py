@@ -1,0 +1,145 @@
+"""The floors of mapsearch/model/bounds.py against every schedule of small cases, replayed.
+
+A floor must hold for every schedule the contract allows, not only at the
+optimum: each case enumerates the brute force's whole family
+(``tests/brute_force.py``: tiles, orders, keep/bypass, homes below the top,
+block ops, separate lines, double buffering, convolutions with strides and
+dilations) and, on the smallest ones, every buffer placement
+(``tests/brute_force_placement.py``), replays each fitting schedule and
+checks its words per link and tensor, per link, in total, and its time
+against the floors. The solver with the floors posted must still reach the
+brute-force optimum (tests/solve/test_vs_brute_force.py runs the same
+check on more seeds).
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import brute_force as bf  # noqa: E402
+import brute_force_placement as bfp  # noqa: E402
+from test_vs_brute_force import arch, check_case, conv1d, matmul, random_case, Case  # noqa: E402
+
+from mapsearch.model.bounds import link_floors, tensor_floors, time_floor, words_floor  # noqa: E402
+from mapsearch.model.build import build  # noqa: E402
+from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.sim.errors import CapacityError  # noqa: E402
+from mapsearch.sim.replay import replay  # noqa: E402
+from mapsearch.spec.architecture import SEPARATE, Architecture, Compute, Level, Link  # noqa: E402
+
+
+def deep(capacities, links=None) -> Architecture:
+    names = ("L3", "L2", "L1", "L0")[-len(capacities):]
+    links = links or [Link()] * len(capacities)
+    return Architecture("deep", tuple(Level(names[i], capacities[i], None if i == 0 else links[i])
+                                      for i in range(len(capacities))), Compute((), Fraction(1)), False)
+
+
+def _check(p: Problem, figures, floors, per_tensor, time_lo: Fraction, words_lo: int, what: str) -> bool:
+    """Assert the floors on one schedule's figures; True when the link floor is tight there."""
+    tight = False
+    for a, link in enumerate(figures.links, start=1):
+        for tt in link.tensors:
+            down, up = per_tensor.get((tt.tensor, a), (0, 0))
+            assert tt.words_down >= down and tt.words_up >= up, (what, a, tt, down, up)
+        f = floors[a]
+        assert link.words_down >= f.down and link.words_up >= f.up, (what, a, link, f)
+        assert link.words_down + link.words_up >= f.total, (what, a, link, f)
+        tight |= link.words_down + link.words_up == f.total and f.io > f.down + f.up
+    assert figures.words_total >= words_lo, (what, figures.words_total, words_lo)
+    assert figures.time >= time_lo, (what, figures.time, time_lo)
+    return tight
+
+
+def _floors(case: Case):
+    p = Problem(case.workload, case.architecture, case.homes)
+    enc = build(p)
+    return p, link_floors(p), tensor_floors(p), Fraction(time_floor(enc), enc.scale), words_floor(enc)
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 8))
+def test_every_schedule_of_random_cases_is_above_the_floors(seed: int) -> None:
+    case = random_case(seed)
+    p, floors, per_tensor, time_lo, words_lo = _floors(case)
+    seen = 0
+    for schedule, figures in bf.all_scored(case.workload, case.architecture, case.homes):
+        if figures is not None:
+            _check(p, figures, floors, per_tensor, time_lo, words_lo, f"{case.describe()} {schedule.levels}")
+            seen += 1
+    assert seen > 0 or bf.brute_force(case.workload, case.architecture, case.homes) is None
+
+
+SMALL_IO = [
+    # (workload, capacities): small last levels, so the Smith et al. floor exceeds the compulsory words
+    (matmul(4, 4, 4), [None, 4]),
+    (matmul(5, 3, 6), [None, 3]),
+    (matmul(4, 4, 4), [None, 8, 3]),
+    (matmul(6, 4, 4), [None, 12, 4]),
+]
+
+
+@pytest.mark.parametrize("w,caps", SMALL_IO)
+def test_io_floor_holds_on_every_schedule(w, caps) -> None:
+    links = [None] + [Link(Fraction(1), Fraction(2), SEPARATE)] * (len(caps) - 1)
+    case = Case("io", w, deep(caps, links))
+    p, floors, per_tensor, time_lo, words_lo = _floors(case)
+    assert any(f.io > f.down + f.up for f in floors.values()), floors  # the case exercises the I/O floor
+    n = 0
+    for schedule, figures in bf.all_scored(case.workload, case.architecture):
+        if figures is not None:
+            _check(p, figures, floors, per_tensor, time_lo, words_lo, str(schedule.levels))
+            n += 1
+    assert n > 0
+
+
+@pytest.mark.parametrize("w,caps", [(matmul(3, 2, 2), [None, 3]), (matmul(2, 2, 1), [None, 6, 3]),
+                                    (conv1d(3, 2, 2, 1), [None, 5]), (conv1d(2, 2, 1, 2), [None, 12, 6])])
+def test_floors_hold_with_buffer_placement(w, caps) -> None:
+    """Every placement of every kept buffer, replayed: the floors do not assume default positions."""
+    case = Case("placed", w, deep(caps))
+    p, floors, per_tensor, time_lo, words_lo = _floors(case)
+    n = 0
+    for tiles, orders in bf.nests(case.workload, case.architecture):
+        for keeps in bf.keep_choices(case.workload, case.architecture, {}):
+            base = bf.make_schedule(case.workload, case.architecture, {}, tiles, orders, keeps)
+            for s in bfp.placements(base, "cuts"):
+                try:
+                    figures = replay(s, mode="count").figures
+                except CapacityError:
+                    continue
+                _check(p, figures, floors, per_tensor, time_lo, words_lo, str(s.levels))
+                n += 1
+    assert n > 0
+
+
+def test_strided_convolution_counts_touched_inputs_only() -> None:
+    """I[p*3 + r] with p < 3, r < 2 touches 6 of the 8 elements of its span: the floor is 6."""
+    w = conv1d(3, 2, 3, 1)
+    p = Problem(w, deep([None, 6]))
+    assert tensor_floors(p)[("I", 1)] == (6, 0)
+    assert tensor_floors(p)[("O", 1)] == (0, 3)
+
+
+def test_homes_below_the_top_have_no_floor_above_them() -> None:
+    p = Problem(matmul(4, 4, 4), deep([None, 64, 8]), (("A", "L1"),))
+    per = tensor_floors(p)
+    assert ("A", 1) not in per and per[("A", 2)] == (16, 0) and per[("B", 1)] == (16, 0)
+    assert link_floors(p)[2].io == 30  # every home above link 2: ceil(2 * 64 / sqrt(8)) - 2 * 8
+    assert link_floors(p)[1].io == 0  # a tensor homed below link 1: no Smith et al. floor there
+
+
+@pytest.mark.parametrize("seed", [1, 4, 9, 16, 25])
+def test_solver_with_floors_still_reaches_the_brute_force_optimum(seed: int) -> None:
+    check_case(random_case(seed))
+
+
+@pytest.mark.parametrize("w,caps", SMALL_IO[:3])
+def test_solver_with_io_floor_reaches_the_brute_force_optimum(w, caps) -> None:
+    check_case(Case("io", w, deep(caps, [None] + [Link(Fraction(1), Fraction(2), SEPARATE)] * (len(caps) - 1))))

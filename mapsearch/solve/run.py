@@ -39,10 +39,26 @@ class Phase:
     value: Fraction
     bound: Fraction
     seconds: float
+    start_value: Fraction | None = None  # the hint's value when the full search starts (None: no hint)
+    start_bound: Fraction | None = None  # the proven floor when the full search starts (model/bounds.py)
 
     @property
     def gap(self) -> float:
-        return 0.0 if self.value == 0 else float(abs(self.value - self.bound) / abs(self.value))
+        return _gap(self.value, self.bound)
+
+    @property
+    def start_gap(self) -> float | None:
+        """The gap when the full search started (None without a hint to measure it on)."""
+        return None if self.start_value is None or self.start_bound is None else _gap(self.start_value, self.start_bound)
+
+
+def _gap(value: Fraction, bound: Fraction) -> float:
+    return 0.0 if value == 0 else float(abs(value - bound) / abs(value))
+
+
+def _clamp(bound: int, floor: int | None, value: int) -> int:
+    """A reported bound within ``[max(0, floor), value]``, so that a gap is at most 100 %."""
+    return min(max(bound, floor or 0, 0), value)
 
 
 @dataclass(frozen=True)
@@ -194,6 +210,11 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
         t0 = time.perf_counter()
         hint = coarse(options.time_limit - (t0 - start))
         known = floor(name)
+        start_value = None if hint is None else Fraction(hint[0], scale)
+        start_bound = Fraction(known or 0, scale)
+        if start_value is not None:
+            log.info("phase %s starts: value %s, bound %s, gap %.1f%%", name, start_value, start_bound,
+                     100 * _gap(start_value, min(start_bound, start_value)))
         if hint is not None and known is not None and hint[0] == known:
             value = bound = hint[0]
             status, solver = "OPTIMAL", hint[1]
@@ -208,17 +229,21 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                 if phases:
                     # Out of time: keep the previous phase's schedule, not minimised on this objective.
                     kept = int(previous.value(expr))
-                    bound = int(math.ceil(solver.best_objective_bound - 1e-9))
-                    phases.append(Phase(name, "FEASIBLE", Fraction(kept, scale), Fraction(min(bound, kept), scale),
-                                        time.perf_counter() - t0))
+                    bound = _clamp(int(math.ceil(solver.best_objective_bound - 1e-9)), known, kept)
+                    phases.append(Phase(name, "FEASIBLE", Fraction(kept, scale), Fraction(bound, scale),
+                                        time.perf_counter() - t0, start_value, start_bound))
+                    log.info("phase %s ends: %s, value %s, bound %s, gap %.1f%%", name, "FEASIBLE", phases[-1].value,
+                             phases[-1].bound, 100 * phases[-1].gap)
                     break
                 raise SolverTimeout(
                     f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
                     f"{Fraction(int(solver.best_objective_bound), scale)}")
             value = int(round(solver.objective_value))
-            bound = int(math.ceil(solver.best_objective_bound - 1e-9))
-        log.info("phase %s: %s in %.3fs", name, status, time.perf_counter() - t0)
-        phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0))
+            bound = _clamp(int(math.ceil(solver.best_objective_bound - 1e-9)), known, value)
+        phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0,
+                            start_value, start_bound))
+        log.info("phase %s ends: %s in %.3fs, value %s, bound %s, gap %.1f%%", name, status, phases[-1].seconds,
+                 phases[-1].value, phases[-1].bound, 100 * phases[-1].gap)
         schedule = decode(solver)
         previous = solver
         if n + 1 < len(objectives):
@@ -241,13 +266,20 @@ def coarse_chains(extent: int, tiles) -> list[int]:
 
 def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
     """``(objective value, solver)`` of the model restricted to coarse chains, or None."""
-    model = enc.model.clone()
+    restricted = {}
     for d, var in enc.choice.items():
         if isinstance(var, int):
             continue
         rows = coarse_chains(enc.chains[d].extent, enc.chains[d].tiles)
         if not rows:
             return None
+        if len(rows) < len(enc.chains[d].tiles):
+            restricted[d] = rows
+    if not restricted:
+        return None  # the coarse model is the full model: solve it once
+    model = enc.model.clone()
+    for d, rows in restricted.items():
+        var = enc.choice[d]
         model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
     solver = _solver(options, min(time_left, max(0.05, time_left / 4)))
     if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -256,14 +288,18 @@ def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
 
 
 def _floor(enc: Encoding, name: str) -> int | None:
-    """A proven lower bound on the phase's objective, where one is known."""
+    """A proven lower bound on the phase's objective, where one is known (model/bounds.py for the links)."""
+    from mapsearch.model.bounds import time_floor, words_floor
+
+    if name == "words":
+        return words_floor(enc) or None
     if name != "time":
         return None
     import numpy as np
 
     fewest_calls = math.prod(int(np.min(c.calls if c.flavoured is None else c.flavoured["rep"]["calls"]))
                              for c in enc.chains.values())
-    return fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale)
+    return max(fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale), time_floor(enc))
 
 
 def _hint(model: cp_model.CpModel, variables: list, solver: cp_model.CpSolver) -> None:

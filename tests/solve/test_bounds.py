@@ -143,3 +143,22 @@ def test_solver_with_floors_still_reaches_the_brute_force_optimum(seed: int) -> 
 @pytest.mark.parametrize("w,caps", SMALL_IO[:3])
 def test_solver_with_io_floor_reaches_the_brute_force_optimum(w, caps) -> None:
     check_case(Case("io", w, deep(caps, [None] + [Link(Fraction(1), Fraction(2), SEPARATE)] * (len(caps) - 1))))
+
+
+def test_phases_report_the_floor_at_start_and_clamped_bounds(caplog) -> None:
+    """The words phase starts from the posted floor; bounds lie in [floor, value], so gaps are at most 100 %."""
+    import logging
+
+    from mapsearch.solve.options import SolveOptions
+    from mapsearch.solve.run import solve
+
+    w, caps = SMALL_IO[3]
+    p = Problem(w, deep(caps))
+    with caplog.at_level(logging.INFO, logger="mapsearch.solve.run"):
+        result = solve(p, options=SolveOptions(workers=1, seed=0, time_limit=30.0))
+    words = {ph.name: ph for ph in result.phases}["words"]
+    assert words.start_bound == sum(f.total for f in link_floors(p).values())
+    for ph in result.phases:
+        assert 0 <= ph.bound <= ph.value and 0.0 <= ph.gap <= 1.0
+        assert ph.start_gap is None or 0.0 <= ph.start_gap <= 1.0
+    assert any("phase words ends" in r.getMessage() for r in caplog.records)

@@ -32,6 +32,19 @@ The architectures (why these numbers):
 - The conv: 3x3 filters are pinned whole (the solver's family), so the
   chains are over n, k, c, p, q; capacities as the 3-level matmul.
 
+``--targets`` prints only issue 16's target table, one worker, each
+CP-SAT call bounded by ``--work-limit`` deterministic seconds (so statuses
+and gaps do not depend on the machine's load; ``--time-limit`` is the wall
+limit per solve, model building included): 3-level 1024^3,
+1000x999x1001, 97x193x61; 4-level (``DRAM -> 16 Ki -> 1 Ki -> 64`` words,
+4/2/1 clocks per word) and 5-level (``DRAM -> 256 Ki -> 16 Ki -> 1 Ki ->
+64``, 8/4/2/1) matmuls 64^3 .. 4096^3 and 1000x999x1001; every preset x
+{ResNet-50 3x3 conv, 1x1 conv (K=256, C=64, 56x56), BERT FFN 512x3072x768,
+97x193x61}. Per case: status, wall time, and the words phase's bound and
+gap when its full search starts and when it ends. ``--quick`` takes a
+subset; ``--no-bounds`` leaves out model/bounds.py's floors (the column
+before them).
+
 ``--replay`` also replays the small cases' schedules and checks
 predicted == replayed (large ones would take the replay minutes).
 
@@ -176,6 +189,80 @@ def small_array_cases():
     ]
 
 
+# --------------------------------------------------------------------------- issue 16's target table
+
+CONV1X1 = "O[n,k,p,q] += I[n,c,p,q] * W[k,c]"
+RESNET_3X3 = {"n": 1, "k": 64, "c": 64, "p": 56, "q": 56, "r": 3, "s": 3}
+RESNET_1X1 = {"n": 1, "k": 256, "c": 64, "p": 56, "q": 56}
+
+
+def deep_levels(caps: tuple[int, ...], clocks: tuple[int, ...]) -> Architecture:
+    """``DRAM (unbounded) -> caps...``, outermost first; ``clocks[a]`` per word on the link into level a+1."""
+    names = [f"L{len(caps) - 1 - i}" for i in range(len(caps))]
+    return Architecture(f"{len(caps) + 1}L", (Level("DRAM", None),) + tuple(
+        Level(n, c, Link(Fraction(k), Fraction(k))) for n, c, k in zip(names, caps, clocks)), Compute())
+
+
+FOUR = deep_levels((16 * 1024, 1024, 64), (4, 2, 1))
+FIVE = deep_levels((256 * 1024, 16 * 1024, 1024, 64), (8, 4, 2, 1))
+SHAPES = [(64, 64, 64), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (1000, 999, 1001)]
+PRESETS = ("cpu-core", "gpu-sm", "tpu-v4i-like", "eyeriss-like", "edge-3level", "server-3level")
+
+
+def target_cases(quick: bool) -> list[Case]:
+    """3-level <= 0.5 s (97x193x61: 0.2 s), 4-/5-level <= 5 s, presets <= 10 s: proven OPTIMAL."""
+    from mapsearch.presets import load_preset
+
+    named = lambda m, n, k: f"mm {m}^3" if m == n == k else f"mm {m}x{n}x{k}"  # noqa: E731
+    cases = [Case("mm 1024^3, 3L", matmul(1024, 1024, 1024), three_levels(), 0.5),
+             Case("mm 1000x999x1001, 3L", matmul(1000, 999, 1001), three_levels(), 0.5),
+             Case("mm 97x193x61, 3L", matmul(97, 193, 61), three_levels(), 0.2)]
+    for arch, label in ((FOUR, "4L"), (FIVE, "5L")):
+        for m, n, k in SHAPES:
+            if not quick or (m, n, k) in ((1024, 1024, 1024), (1000, 999, 1001)):
+                cases.append(Case(f"{named(m, n, k)}, {label}", matmul(m, n, k), arch, 5.0))
+    loads = [("resnet 3x3", Workload.from_text("resnet3x3", CONV, RESNET_3X3)),
+             ("resnet 1x1", Workload.from_text("resnet1x1", CONV1X1, RESNET_1X1)),
+             ("bert ffn", matmul(512, 3072, 768)), ("mm 97x193x61", matmul(97, 193, 61))]
+    for preset in PRESETS[:2] if quick else PRESETS:
+        for name, w in loads[:3:2] if quick else loads:
+            cases.append(Case(f"{name}, {preset}", w, load_preset(preset), 10.0))
+    return cases
+
+
+def _fmt_gap(value, bound) -> str:
+    if value is None or bound is None:
+        return "-"
+    return f"{bound}/{float(abs(value - bound) / value) if value else 0.0:.1%}"
+
+
+def run_targets(args) -> None:
+    """Print status, time and the words phase's bound/gap at its start and end (one worker, deterministic work limit)."""
+    print()
+    header = (f"{'target case':30} {'status':10} {'solve s':>8} {'target':>7}  {'words: start bound/gap':>26}  "
+              f"{'end bound/gap':>26}  time phase")
+    print(header)
+    print("-" * len(header))
+    for case in target_cases(args.quick):
+        options = SolveOptions(time_limit=args.time_limit, work_limit=args.work_limit, workers=1, seed=0)
+        t0 = time.perf_counter()
+        try:
+            result = solve(Problem(case.workload, case.architecture), options=options)
+        except Exception as exc:  # report it in the table
+            print(f"{case.name:30} {'ERROR':10} {time.perf_counter() - t0:8.2f} {case.target_s:7.2f}  {type(exc).__name__}: "
+                  f"{' '.join(str(exc).split())[:120]}", flush=True)
+            continue
+        seconds = time.perf_counter() - t0
+        phases = {p.name: p for p in result.phases}
+        words, tphase = phases.get("words"), phases.get("time")
+        start = _fmt_gap(words.start_value, words.start_bound) if words else "-"
+        end = _fmt_gap(words.value, words.bound) if words else "-"
+        tinfo = f"{tphase.status} {tphase.seconds:.2f}s gap {tphase.gap:.1%}" if tphase else "-"
+        print(f"{case.name:30} {result.status:10} {seconds:8.2f} {case.target_s:7.2f}  {start:>26}  {end:>26}  {tinfo}; "
+              f"words {words.status if words else '-'} {words.seconds if words else 0:.2f}s value {words.value if words else '-'}",
+              flush=True)
+
+
 def over_capacity(result) -> list[str]:
     caps = {lv.name: lv.capacity for lv in result.schedule.architecture.levels}
     return [f"{lv} {w} > {caps[lv]}" for lv, w in result.schedule.predicted.occupancy if caps[lv] is not None and w > caps[lv]]
@@ -234,7 +321,19 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="skip the brute-force comparison")
     ap.add_argument("--replay", action="store_true", help="replay the small cases' schedules")
     ap.add_argument("--skip-arrays", action="store_true", help="leave out the array cases (spatial fanouts)")
+    ap.add_argument("--targets", action="store_true", help="only issue 16's target table (3-5 levels, presets)")
+    ap.add_argument("--time-limit", type=float, default=120.0, help="--targets: wall limit per solve (build included)")
+    ap.add_argument("--work-limit", type=float, default=10.0,
+                    help="--targets: CP-SAT deterministic time per search call (load-independent statuses)")
+    ap.add_argument("--no-bounds", action="store_true", help="leave out model/bounds.py's floors (the before column)")
     args = ap.parse_args()
+    if args.no_bounds:
+        import mapsearch.model.build as build_module
+
+        build_module.add_bounds = lambda enc: None
+    if args.targets:
+        run_targets(args)
+        return
 
     rows = []
     header = f"{'case':28} {'status':9} {'solve s':>8} {'target':>7} {'gap':>7} {'space size':>12}  {'verdict':7} objective"

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import brute_force as bf  # noqa: E402
 import brute_force_placement as bfp  # noqa: E402
-from test_vs_brute_force import arch, check_case, conv1d, matmul, random_case, Case  # noqa: E402
+from test_vs_brute_force import Case, check_case, conv1d, matmul, random_case  # noqa: E402
 
 from mapsearch.model.bounds import link_floors, tensor_floors, time_floor, words_floor  # noqa: E402
 from mapsearch.model.build import build  # noqa: E402

@@ -30,11 +30,16 @@ with ``F_a`` the link's floor and ``D_a``/``U_a`` its down/up floors.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
 from mapsearch.report.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
+from mapsearch.spec.workload import Workload
+
+_ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension
 
 __all__ = ["LinkFloor", "link_floors", "add_bounds", "words_floor", "time_floor"]
 
@@ -53,6 +58,29 @@ class LinkFloor:
         return max(self.down + self.up, self.io)
 
 
+def touched(w: Workload, tensor: str) -> int:
+    """Elements of ``tensor`` some MAC reads or writes, or a lower bound on them.
+
+    Axes that share no dimension vary independently: the product of their
+    value counts (``touched_elements``). Axes that share one (``A[m, m]``,
+    ``I[p + r, p]``): the exact count where the iteration points are few,
+    else the most values any one axis takes (a projection of the set).
+    """
+    access = w.tensor(tensor)
+    dims = access.dims_in_order()
+    if len(dims) == len(set(dims)):
+        return touched_elements(w, tensor)
+    ext = w.extent
+    names = sorted(set(dims))
+    if math.prod(ext[d] for d in names) <= _ENUMERATE:
+        return len({tuple(sum(c * point[names.index(d)] for d, c in ix.terms) for ix in access.indices)
+                    for point in itertools.product(*(range(ext[d]) for d in names))})
+    return max(len({sum(c * v for (d, c), v in zip(ix.terms, vals))
+                    for vals in itertools.product(*(range(ext[d]) for d, _ in ix.terms))})
+               if math.prod(ext[d] for d, _ in ix.terms) <= _ENUMERATE else max(ext[d] for d, _ in ix.terms)
+               for ix in access.indices)
+
+
 def tensor_floors(p: Problem) -> dict[tuple[str, int], tuple[int, int]]:
     """``(down, up)`` floors per (tensor, link): compulsory words, see the module docstring."""
     w = p.workload
@@ -60,9 +88,9 @@ def tensor_floors(p: Problem) -> dict[tuple[str, int], tuple[int, int]]:
     if p.fusion_level is not None:
         return out  # fused stages share buffers across einsums: no floors claimed
     for t in w.tensor_names:
-        touched = touched_elements(w, t)
+        n = touched(w, t)
         for a in range(p.home(t) + 1, p.depth + 1):
-            out[(t, a)] = (0, touched) if w.is_output(t) else (touched, 0)
+            out[(t, a)] = (0, n) if w.is_output(t) else (n, 0)
     return out
 
 

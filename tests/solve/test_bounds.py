@@ -162,3 +162,14 @@ def test_phases_report_the_floor_at_start_and_clamped_bounds(caplog) -> None:
         assert 0 <= ph.bound <= ph.value and 0.0 <= ph.gap <= 1.0
         assert ph.start_gap is None or 0.0 <= ph.start_gap <= 1.0
     assert any("phase words ends" in r.getMessage() for r in caplog.records)
+
+
+def test_axes_sharing_a_dimension_count_distinct_elements() -> None:
+    """``A[m, m]`` touches its 5 diagonal elements, not 25; ``I[p + r, p]`` 12 of its 24 positions."""
+    from mapsearch.model.bounds import touched
+    from mapsearch.spec.workload import Workload
+
+    w = Workload.from_text("diag", "Z[m] += A[m,m] * B[m,k]", {"m": 5, "k": 3})
+    assert (touched(w, "A"), touched(w, "B"), touched(w, "Z")) == (5, 15, 5)
+    w = Workload.from_text("skew", "O[p] += I[p+r,p] * W[r]", {"p": 4, "r": 3})
+    assert touched(w, "I") == 12

@@ -20,7 +20,9 @@ architecture without spatial fanout, when every tensor's home is above
     sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(S_a)) - 2 S_a,
     S_a = sum_{i >= a} capacity_i
 
-Time (no spatial fanout, where the link time is the link's words):
+Time, on links with one copy (every level above the link has one instance,
+so the link's time is its words' time; a fanout below it only multicasts or
+reduces, and each element still crosses once):
 
     shared:    time >= F_a * icpw
     separate:  time * (icpw + ocpw) >= F_a * icpw * ocpw,  time >= D_a * icpw,  time >= U_a * ocpw
@@ -135,8 +137,9 @@ def add_bounds(enc: Encoding) -> None:
     _add_tensor_floors(enc)
     floors = link_floors(p)
     _add_link_word_floors(enc, floors)
-    if _no_fanout(p):
-        _add_time_floors(enc, floors)
+    # A link whose parent levels have one instance each has one copy: its time is its words' time.
+    levels = p.architecture.levels
+    _add_time_floors(enc, {a: f for a, f in floors.items() if all(lv.instances == 1 for lv in levels[:a])})
 
 
 def _add_tensor_floors(enc: Encoding) -> None:

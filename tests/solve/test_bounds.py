@@ -173,3 +173,31 @@ def test_axes_sharing_a_dimension_count_distinct_elements() -> None:
     assert (touched(w, "A"), touched(w, "B"), touched(w, "Z")) == (5, 15, 5)
     w = Workload.from_text("skew", "O[p] += I[p+r,p] * W[r]", {"p": 4, "r": 3})
     assert touched(w, "I") == 12
+
+
+def _mesh(caps, mesh, links=None) -> Architecture:
+    names = ("L2", "L1", "L0")[-len(caps):]
+    links = links or [Link()] * len(caps)
+    return Architecture("mesh", tuple(Level(names[i], c, None if i == 0 else links[i],
+                                            mesh=mesh if i == len(caps) - 1 else ()) for i, c in enumerate(caps)))
+
+
+@pytest.mark.parametrize("w,caps,axes,links", [
+    (matmul(4, 3, 4), [None, 6], (("x", 2, ("input",)), ("y", 2, ("output",))), None),
+    (matmul(3, 2, 3), [None, 20, 4], (("x", 2, ("all",)),), [None, Link(Fraction(2), Fraction(1), SEPARATE), Link()]),
+    (conv1d(4, 2, 1, 1), [None, 20, 5], (("x", 2, ("none",)),), None),
+])
+def test_floors_hold_on_every_schedule_of_a_mesh(w, caps, axes, links) -> None:
+    """Spatial fanout (multicast, in-network reduction, per-copy links): every schedule's words and time."""
+    import brute_force_spatial as bfs
+    from mapsearch.spec.architecture import MeshAxis
+
+    a = _mesh(caps, tuple(MeshAxis(*ax) for ax in axes), links)
+    case = Case("mesh", w, a)
+    p, floors, per_tensor, time_lo, words_lo = _floors(case)
+    n = 0
+    for schedule, figures in bfs.all_scored(w, a):
+        if figures is not None:
+            _check(p, figures, floors, per_tensor, time_lo, words_lo, str(schedule.levels))
+            n += 1
+    assert n > 0 and time_lo > 0

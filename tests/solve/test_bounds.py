@@ -99,17 +99,21 @@ def test_io_floor_holds_on_every_schedule(w, caps) -> None:
     assert n > 0
 
 
-@pytest.mark.parametrize("w,caps", [(matmul(3, 2, 2), [None, 3]), (matmul(2, 2, 1), [None, 6, 3]),
+@pytest.mark.parametrize("w,caps", [(matmul(3, 2, 2), [None, 3]), (matmul(2, 1, 2), [None, 5, 3]),
                                     (conv1d(3, 2, 2, 1), [None, 5]), (conv1d(2, 2, 1, 2), [None, 12, 6])])
 def test_floors_hold_with_buffer_placement(w, caps) -> None:
-    """Every placement of every kept buffer, replayed: the floors do not assume default positions."""
+    """Placements of kept buffers (all on 2 levels, every 11th on 3), replayed: the floors do not assume default positions."""
     case = Case("placed", w, deep(caps))
     p, floors, per_tensor, time_lo, words_lo = _floors(case)
-    n = 0
+    n = seen = 0
+    stride = 1 if len(caps) == 2 else 11  # 3 levels: every 11th placed schedule keeps the test to seconds
     for tiles, orders in bf.nests(case.workload, case.architecture):
         for keeps in bf.keep_choices(case.workload, case.architecture, {}):
             base = bf.make_schedule(case.workload, case.architecture, {}, tiles, orders, keeps)
             for s in bfp.placements(base, "cuts"):
+                seen += 1
+                if seen % stride:
+                    continue
                 try:
                     figures = replay(s, mode="count").figures
                 except CapacityError:

@@ -40,7 +40,7 @@ def point(args: tuple[int, int, int, str, float]) -> dict:
     from mapsearch.sim.fused import replay_unfused
     from mapsearch.sim.replay import replay
     from mapsearch.solve.chain import solve_fused, solve_unfused
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.model.options import SolveOptions
     from mapsearch.spec.workload import WorkloadGraph
 
     arch, _ = resolve_architecture(arch_path)

@@ -201,7 +201,7 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path |
     """Solve ``pair`` on ``profile`` with :func:`solve_chain`; the record of its best option, replayed."""
     from mapsearch.errors import MapsearchError
     from mapsearch.solve.chain import solve_chain
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.model.options import SolveOptions
     from mapsearch.spec.load import architecture_from_dict
 
     start = _time.perf_counter()

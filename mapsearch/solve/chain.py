@@ -20,7 +20,7 @@ from mapsearch.model.family import combined_status, family_restrictions, proven_
 from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import WorkloadGraph

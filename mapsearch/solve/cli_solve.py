@@ -40,8 +40,8 @@ from mapsearch.report.solve_report import render_solve_text, solve_report_dict
 from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import save_schedule
 from mapsearch.sim.errors import SimulatorError
-from mapsearch.solve.constraints import Constraints, check_constraints, load_constraints
-from mapsearch.solve.options import DRAM_ROWS, OBJECTIVES, SolveOptions
+from mapsearch.spec.constraints import Constraints, check_constraints, load_constraints
+from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, as_fraction

@@ -15,8 +15,8 @@ from ortools.sat.python import cp_model
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.build import build
 from mapsearch.model.problem import Problem, footprint, pinned_dims
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints
+from mapsearch.model.options import SolveOptions
 
 
 def explain_infeasible(p: Problem, constraints: Constraints, options: SolveOptions) -> InfeasibleError:

@@ -25,9 +25,9 @@ from mapsearch.model.family import family_restrictions, proven_status
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.binding import Binding, binding_report
-from mapsearch.solve.constraints import Constraints
+from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 
 log = logging.getLogger(__name__)
 

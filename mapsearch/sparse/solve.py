@@ -56,8 +56,8 @@ from mapsearch.model.problem import Problem, UnsupportedProblem, footprint
 from mapsearch.model.residency import link_measure
 from mapsearch.model.traffic import UNIT
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense

@@ -49,8 +49,8 @@ from mapsearch.spec.set_expr import SetExpr, SetExprError, SetExprSyntaxError, e
 from mapsearch.spec.workload import Workload
 
 if TYPE_CHECKING:  # the solver imports ortools; the format itself does not need it
-    from mapsearch.solve.constraints import Constraints
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.spec.constraints import Constraints
+    from mapsearch.model.options import SolveOptions
     from mapsearch.solve.run import SolveResult
 
 log = logging.getLogger(__name__)
@@ -905,7 +905,7 @@ def path_constraints(path: FlatPath, workload: Workload, homes: Mapping[str, str
     The top memory's rules are dropped for a tensor homed lower (they
     describe the backing store, e.g. ``keep: All``).
     """
-    from mapsearch.solve.constraints import Constraints
+    from mapsearch.spec.constraints import Constraints
 
     arch = path.architecture
     homes = dict(homes or {})
@@ -988,8 +988,8 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     rules; a path lacking a level they name is skipped.
     """
     from mapsearch.model.problem import Problem, UnsupportedProblem
-    from mapsearch.solve.constraints import Constraints, check_constraints
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.spec.constraints import Constraints, check_constraints
+    from mapsearch.model.options import SolveOptions
     from mapsearch.solve.run import solve
 
     options = options or SolveOptions()

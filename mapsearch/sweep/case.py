@@ -63,8 +63,8 @@ def run_case(case: Case) -> dict[str, Any]:
     from mapsearch.report.solve_report import solve_report_dict
     from mapsearch.schedule.json_io import dumps_schedule
     from mapsearch.sim.replay import replay
-    from mapsearch.solve.constraints import Constraints, constraints_from_dict
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.spec.constraints import Constraints, constraints_from_dict
+    from mapsearch.model.options import SolveOptions
     from mapsearch.solve.run import solve
     from mapsearch.spec.load import architecture_from_dict, workload_from_dict
 

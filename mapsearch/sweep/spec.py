@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.solve.constraints import check_constraints, constraints_from_dict
+from mapsearch.spec.constraints import check_constraints, constraints_from_dict
 from mapsearch.spec.load import (
     architecture_from_dict,
     architecture_to_dict,

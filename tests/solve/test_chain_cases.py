@@ -21,7 +21,7 @@ from mapsearch.schedule.fused_json import load_fused
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.chain import solve_chain
 from mapsearch.solve.cli_chain import is_chain_file, load_chain
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAINS = ROOT / "examples" / "chains"

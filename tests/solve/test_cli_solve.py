@@ -26,7 +26,7 @@ from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import CapacityError
 from mapsearch.solve import cli_solve
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, solve
 from mapsearch.spec.load import load_problem
 

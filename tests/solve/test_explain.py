@@ -11,9 +11,9 @@ from mapsearch import cli
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.problem import Problem
 from mapsearch.solve.cli_solve import _with_core
-from mapsearch.solve.constraints import Constraints, TileLimit
+from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import architecture_from_dict, load_problem, read_yaml
 

@@ -25,7 +25,7 @@ import brute_force_spatial as bfs  # noqa: E402
 
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Link, MeshAxis  # noqa: E402
 from mapsearch.spec.tree import flatten, path_architecture, tree_from_text  # noqa: E402

@@ -23,8 +23,8 @@ import brute_force as bf
 from sparse_cases import random_case, small_arch, solve_or_skip
 from mapsearch.model import chains as C
 from mapsearch.model.problem import Problem, UnsupportedProblem
-from mapsearch.solve.constraints import Constraints, TileLimit
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints, TileLimit
+from mapsearch.model.options import SolveOptions
 from mapsearch.sparse import Banded, Dense, NofM, Uniform, ciss, coo, csf, csr, dense, replay_sparse
 from mapsearch.sparse.density import sample_inputs
 from mapsearch.sparse.format import Format, words

@@ -12,8 +12,8 @@ import pytest
 from mapsearch.errors import SpecError
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.constraints import TileLimit
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import TileLimit
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import Dense, SparseTensor, Uniform, ciss, replay_sparse, uniform_occupancy, uniform_shape, uniform_slice
 from mapsearch.sparse.density import power_law

@@ -9,8 +9,8 @@ import pytest
 
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints
+from mapsearch.model.options import SolveOptions
 from mapsearch.spec.tree import NoUsablePath, load_tree, solve_tree, tree_from_text
 from mapsearch.spec.workload import Workload
 

@@ -2,7 +2,7 @@
 
 ``mapsearch solve`` hands over here when the workload file is a chain
 (``einsums: [...]``) or a TeAAL specification (``einsum: {declaration,
-expressions}``); see :func:`is_chain_file`.
+expressions}``); see :func:`mapsearch.spec.workload_files.is_chain_file`.
 
 - A native chain: :func:`mapsearch.solve.chain.solve_chain` solves fused at
   every level below the top, and unfused (each einsum alone, intermediates
@@ -34,7 +34,6 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any, Mapping
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout, SpecError
@@ -46,39 +45,11 @@ from mapsearch.solve.cli_solve import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, EX
     _replay_mode, options_from_args
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import WorkloadGraph
+from mapsearch.spec.workload_files import load_chain
 
 log = logging.getLogger(__name__)
 
 UNFUSED_FORMAT = "mapsearch-unfused-chain"
-
-
-def is_chain_file(path: str | Path) -> bool:
-    """True when ``path`` reads as a chain or a TeAAL file (what :func:`load_workload_any` makes a graph of)."""
-    from mapsearch.spec.load import read_yaml
-
-    p = Path(path)
-    if not p.is_file():
-        return False
-    try:
-        data = read_yaml(p)
-    except MapsearchError:
-        return False
-    return isinstance(data, Mapping) and ("einsums" in data or isinstance(data.get("einsum"), Mapping))
-
-
-def load_chain(path: str | Path) -> tuple[WorkloadGraph, dict[str, str], Any]:
-    """``(graph, homes, teaal_spec or None)``."""
-    from mapsearch.spec.graph_load import graph_and_homes_from_dict
-    from mapsearch.spec.load import read_yaml
-
-    data = read_yaml(path)
-    if isinstance(data, Mapping) and isinstance(data.get("einsum"), Mapping):
-        from mapsearch.spec.teaal import teaal_from_dict
-
-        spec = teaal_from_dict(data, str(path))
-        return spec.graph, {}, spec
-    graph, homes = graph_and_homes_from_dict(data, str(path))
-    return graph, homes, None
 
 
 def _check_homes(homes: Mapping[str, str], arch: Architecture, source: str) -> None:
@@ -301,5 +272,5 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["run", "is_chain_file", "load_chain", "solve_teaal", "replay_checks", "unfused_to_dict", "UNFUSED_FORMAT",
+__all__ = ["run", "solve_teaal", "replay_checks", "unfused_to_dict", "UNFUSED_FORMAT",
            "EXIT_BAD_INPUT"]

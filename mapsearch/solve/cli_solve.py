@@ -280,7 +280,7 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
 
 def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch solve``; returns the exit code (errors of bad input raise :class:`MapsearchError`)."""
-    from mapsearch.solve.cli_chain import is_chain_file
+    from mapsearch.spec.workload_files import is_chain_file
 
     flags = _sparse_flags(args)
     if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)

@@ -62,6 +62,7 @@ from typing import Mapping
 
 from mapsearch.errors import SpecError
 from mapsearch.spec.constraints import Constraints, TileLimit
+from mapsearch.spec.graph_load import graph_from_einsums
 from mapsearch.spec.load import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, WorkloadGraph
 
@@ -228,8 +229,6 @@ def _upper_list(value: object, source: str, fld: str) -> tuple[str, ...]:
 
 def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str, int] | None = None) -> TeaalSpec:
     """Validate a TeAAL document and build the chain, the mapping records and notes."""
-    from mapsearch.spec.graph_load import graph_from_einsums
-
     if not isinstance(data, Mapping):
         raise _error(source, "", "a TeAAL specification (einsum, mapping)", data)
     for key in data:

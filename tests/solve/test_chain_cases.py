@@ -20,7 +20,7 @@ from mapsearch.schedule.figures import LinkFigures, differences
 from mapsearch.schedule.fused_json import load_fused
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.chain import solve_chain
-from mapsearch.solve.cli_chain import is_chain_file, load_chain
+from mapsearch.spec.workload_files import is_chain_file, load_chain
 from mapsearch.model.options import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[2]

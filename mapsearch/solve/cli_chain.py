@@ -36,7 +36,7 @@ import sys
 import time
 from typing import Any, Mapping
 
-from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout, SpecError
+from mapsearch.errors import InfeasibleError, SolverTimeout, SpecError
 from mapsearch.report.chain_report import ChainReplay, StageCheck, chain_report_dict, render_chain_text
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.errors import SimulatorError

@@ -160,7 +160,8 @@ def _multi_path_tree(path: str):
     """The tree when ``path`` is a tree file with several compute paths, else None."""
     from pathlib import Path
 
-    from mapsearch.spec.tree import flatten, is_tree_file, load_tree
+    from mapsearch.spec.tree import is_tree_file, load_tree
+    from mapsearch.spec.tree_paths import flatten
 
     if not Path(path).is_file() or not is_tree_file(path):
         return None
@@ -171,7 +172,8 @@ def _multi_path_tree(path: str):
 def _solve_tree(args: argparse.Namespace, tree) -> tuple:
     """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
     from mapsearch.spec.load import load_homes, load_workload
-    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
+    from mapsearch.solve.tree import solve_tree
+    from mapsearch.spec.tree_paths import flatten, path_architecture
 
     workload = load_workload(args.workload)
     homes = load_homes(args.workload)

@@ -34,6 +34,9 @@ import yaml
 from mapsearch.errors import SpecError
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
+from mapsearch.spec.files import read_text
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import single_architecture
 from mapsearch.spec.workload import Workload
 
 __all__ = [
@@ -51,6 +54,14 @@ __all__ = [
     "fraction_from_json",
     "validate_against",
     "schema",
+    "read_text",
+    "read_yaml",
+    "PRESET_DIR",
+    "preset_names",
+    "preset_path",
+    "load_preset",
+    "load_architecture_file",
+    "resolve_architecture",
 ]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -139,21 +150,6 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_text(path: str | Path) -> str:
-    """The file's text; a missing or unreadable file is a one-line SpecError."""
-    source = str(path)
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _note(source, "", "no such file") from None
-    except IsADirectoryError:
-        raise _note(source, "", "is a directory, expected a file") from None
-    except UnicodeDecodeError as e:
-        raise _note(source, "", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise _note(source, "", f"cannot read: {e.strerror or e}") from None
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -429,15 +425,61 @@ def load_architecture(path: str | Path) -> Architecture:
 def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tuple[Workload, Architecture, dict[str, str]]:
     """Read both files and check the workload's homes against the architecture.
 
-    ``architecture_path`` may also name a preset (:mod:`mapsearch.presets`)
+    ``architecture_path`` may also name a preset (:func:`resolve_architecture`)
     when no such file exists.
     """
-    from mapsearch.presets import resolve_architecture  # presets read files through this module
-
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
     architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
     return workload, architecture, homes
+
+
+# --------------------------------------------------------------------------
+# Architecture files of any format, and the bundled presets.
+# --------------------------------------------------------------------------
+
+# The presets are package data of mapsearch.presets (which re-exports the
+# functions below); they are found by path so that reading them needs no
+# import of that package, which sits above this module.
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+def preset_names() -> tuple[str, ...]:
+    """The names of the shipped presets, sorted."""
+    return tuple(sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
+
+
+def preset_path(name: str) -> Path:
+    """The YAML file of preset ``name``; SpecError listing the presets if there is none."""
+    path = PRESET_DIR / f"{name}.yaml"
+    if "/" in name or "\\" in name or not path.is_file():
+        raise SpecError(str(name), "", "", detail=f"no such file or preset; presets: {', '.join(preset_names())}")
+    return path
+
+
+def load_architecture_file(path: str | Path) -> Architecture:
+    """A flat architecture file, or a tree file (``docs/tree-format.md``) with one compute."""
+    if is_tree_file(path):
+        return single_architecture(load_tree(path))
+    return load_architecture(path)
+
+
+def load_preset(name: str) -> Architecture:
+    """The architecture of preset ``name``, a flat architecture file or a one-path tree."""
+    return load_architecture_file(preset_path(name))
+
+
+def resolve_architecture(name_or_path: str | Path) -> tuple[Architecture, str]:
+    """``(architecture, source)`` for a file path if it exists, else a preset name.
+
+    ``source`` is the path as given, or ``preset:NAME``. Neither a file nor a
+    preset: one SpecError line, ``NAME: no such file or preset; presets: ...``.
+    """
+    path = Path(name_or_path)
+    if path.exists():
+        return load_architecture_file(path), str(name_or_path)
+    name = str(name_or_path)
+    return load_preset(name), f"preset:{name}"
 
 
 # --------------------------------------------------------------------------

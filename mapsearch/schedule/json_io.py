@@ -34,6 +34,9 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from mapsearch.atomic import write_text_atomic
+from mapsearch.dram.layout import layout_spec_to_dict, layout_specs
+from mapsearch.errors import SpecError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
@@ -130,8 +133,6 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
-    from mapsearch.dram.layout import layout_spec_to_dict
-
     plan = schedule.dram
     out: dict[str, Any] = {"layouts": {t: layout_spec_to_dict(schedule.workload, t, spec) for t, spec in plan.layouts},
                            "element_order": plan.element_order}
@@ -141,9 +142,6 @@ def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_from_dict(data: Mapping[str, Any], workload, source: str) -> DramPlan:
-    from mapsearch.dram.options import layout_specs
-    from mapsearch.errors import SpecError
-
     layouts = tuple(layout_specs(workload, data.get("layouts"), source, "dram.layouts").items())
     openings = (data.get("predicted") or {}).get("row_openings")
     if openings is not None:
@@ -178,7 +176,6 @@ def dumps_schedule(schedule: Schedule) -> str:
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
     """Write the schedule to ``path`` atomically (:mod:`mapsearch.atomic`): no partial file on error."""
-    from mapsearch.atomic import write_text_atomic
 
     write_text_atomic(path, dumps_schedule(schedule))
 

@@ -265,7 +265,7 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
     path = getattr(args, "dram_layouts", None)
     if not path:
         return options
-    from mapsearch.dram.options import layout_specs
+    from mapsearch.dram.layout import layout_specs
     from mapsearch.spec.load import read_yaml
 
     data = read_yaml(path)

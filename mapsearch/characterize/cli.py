@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     profiles = [load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
     from mapsearch.characterize.run import layer_cases
-    from mapsearch.characterize.graph import lower_all
+    from mapsearch.characterize.fusion import lower_all
 
     from mapsearch.characterize.chains import find_pairs
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mapsearch.characterize.chains import ChainCache, Pair, choose, find_pairs, gain, solve_pair
-from mapsearch.characterize.graph import Layer, lower_all
+from mapsearch.characterize.fusion import lower_all
+from mapsearch.characterize.graph import Layer
 from mapsearch.characterize.models import Model
 from mapsearch.characterize.profiles import Profile
 

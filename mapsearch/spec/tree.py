@@ -45,8 +45,17 @@ import yaml
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, as_fraction
 from mapsearch.spec.files import read_text
 from mapsearch.spec.set_expr import SetExprSyntaxError, parse_set_expr
-from mapsearch.spec.tree_nodes import (ComputeNode, HierarchicalNode, MemoryNode, Node, ParallelNode, SetRule,
-                                       SpatialAxis, StageNode, Tree)
+from mapsearch.spec.tree_nodes import (
+    ComputeNode,
+    HierarchicalNode,
+    MemoryNode,
+    Node,
+    ParallelNode,
+    SetRule,
+    SpatialAxis,
+    StageNode,
+    Tree,
+)
 from mapsearch.spec.tree_paths import flatten
 from mapsearch.spec.tree_yaml import TAGS, TreeError, Where, _MDict, _MList, _parse_yaml, _Tagged
 

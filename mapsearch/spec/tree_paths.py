@@ -18,8 +18,17 @@ from mapsearch.errors import MapsearchError
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.constraints import Constraints
 from mapsearch.spec.set_expr import union_terms
-from mapsearch.spec.tree_nodes import (ComputeNode, HierarchicalNode, MemoryNode, Node, ParallelNode, SpatialAxis,
-                                       StageNode, Tree, SetRule)
+from mapsearch.spec.tree_nodes import (
+    ComputeNode,
+    HierarchicalNode,
+    MemoryNode,
+    Node,
+    ParallelNode,
+    SetRule,
+    SpatialAxis,
+    StageNode,
+    Tree,
+)
 from mapsearch.spec.tree_yaml import TreeError, Where
 from mapsearch.spec.workload import Workload
 

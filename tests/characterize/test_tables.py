@@ -12,7 +12,7 @@ import yaml
 from mapsearch.characterize.fusion import default_registry, fuse
 from mapsearch.characterize.generate import MODELS, model_text
 from mapsearch.characterize.fusion import lower_all
-from mapsearch.characterize.graph import lower, Node
+from mapsearch.characterize.graph import Node, lower
 from mapsearch.characterize.models import MODEL_DIR, builtin_names, load_model
 from mapsearch.characterize.profiles import load_profile, profile_names
 from mapsearch.characterize.run import layer_cases

@@ -10,7 +10,15 @@ import pytest
 
 from mapsearch.spec.architecture import Compute, Link, MeshAxis
 from mapsearch.spec.tree import is_tree_file, load_tree, tree_from_text
-from mapsearch.spec.tree_paths import FlatPath, flatten, path_architecture, path_constraints, path_must_reuse, single_architecture, UnusablePath
+from mapsearch.spec.tree_paths import (
+    FlatPath,
+    UnusablePath,
+    flatten,
+    path_architecture,
+    path_constraints,
+    path_must_reuse,
+    single_architecture,
+)
 from mapsearch.spec.tree_yaml import TreeError
 from mapsearch.spec.workload import Workload
 

@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from mapsearch.model.chains import enumerate_chains, positional_footprint
+from mapsearch.model.chains import enumerate_chains
+from mapsearch.model.footprints import positional_footprint
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
 from mapsearch.model.options import SolveOptions

@@ -49,7 +49,7 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 from mapsearch.model.build import build, dimension_chains
-from mapsearch.model.chains import positional_footprint, table_footprint
+from mapsearch.model.footprints import positional_footprint, table_footprint
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem, UnsupportedProblem, footprint

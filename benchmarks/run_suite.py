@@ -110,7 +110,7 @@ def resolve_architecture(name_or_path: str) -> Architecture:
 
 def innermost_tiles(schedule) -> int:
     """How many L0 tiles the schedule visits (the replay walk's work is about linear in it)."""
-    from mapsearch.sim.walk import piece_tables
+    from mapsearch.sim.pieces import piece_tables
 
     tables = piece_tables(schedule)
     last = len(schedule.levels) - 1

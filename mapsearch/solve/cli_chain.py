@@ -128,9 +128,7 @@ def replay_checks(result: ChainResult, mode: str) -> ChainReplay:
 
 def _check_unfused(result: ChainResult, label: str, outcome, mode: str, checks: list, notes: list) -> None:
     """Replay each einsum of an unfused option; compare stage by stage and the total time."""
-    from mapsearch.sim.fused import replay_unfused
-
-    from mapsearch.sim.replay import replay
+    from mapsearch.sim.replay import replay, replay_unfused
 
     stages = [s.schedule for s in outcome.stages]
     try:

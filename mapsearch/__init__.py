@@ -1,10 +1,15 @@
 """mapsearch: proven-optimal schedules for tensor kernels on memory hierarchies.
 
-The data flows through the sub-packages in this order:
+The sub-packages follow the data path, and imports point one way along it
+(docs/modules.md; tests/test_layering.py checks it):
 
-``spec`` (workload and architecture) -> ``model`` (the CP-SAT encoding) ->
-``solve`` (run, explain) -> ``schedule`` (the data model, JSON) ->
-``sim`` (the explicit-cache simulator and the replay) -> ``report``.
+``spec`` (workload, architecture, constraints; ``presets``) -> ``schedule``
+(the data model, JSON) -> ``model`` (the CP-SAT encoding) and ``sim`` (the
+explicit-cache simulator, the replay) side by side -> ``solve`` (run,
+explain, chains, trees) -> ``report`` -> ``sweep`` -> ``characterize`` ->
+``cli`` (the ``mapsearch`` command).
 """
 
-__version__ = "0.1.0"
+from mapsearch.version import __version__
+
+__all__ = ["__version__"]

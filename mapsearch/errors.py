@@ -32,6 +32,18 @@ class SpecError(MapsearchError):
         super().__init__(message)
 
 
+class UsageError(MapsearchError):
+    """An option's value out of range (a command-line flag or an API argument); one line naming the option.
+
+    >>> str(UsageError("--time-limit", "seconds > 0", -1))
+    '--time-limit: expected seconds > 0, got -1'
+    """
+
+    def __init__(self, option: str, expected: str, got: object):
+        self.option = option
+        super().__init__(f"{option}: expected {expected}, got {got!r}")
+
+
 class ScheduleError(MapsearchError):
     """A schedule that breaks the rules of the cost model (illegal tiling, order, residency)."""
 

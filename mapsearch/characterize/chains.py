@@ -254,7 +254,7 @@ def _save(result, best: str, fused: dict, options: dict, path: Path) -> None:
     from mapsearch.atomic import write_text_atomic
     from mapsearch.schedule.fused_json import save_fused
     from mapsearch.schedule.json_io import _pretty
-    from mapsearch.solve.cli_chain import unfused_to_dict
+    from mapsearch.solve.chain_files import unfused_to_dict
 
     if best in fused:
         save_fused(fused[best].schedule, path)

@@ -23,6 +23,7 @@ from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
 from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.teaal import TeaalSpec
 from mapsearch.spec.workload import WorkloadGraph
 
 
@@ -259,3 +260,13 @@ def _solve_group(graph, group, arch, homes, options):
                 for f in range(1, arch.depth)]
     done = [o for o in outcomes if o.schedule is not None]
     return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None
+
+
+def solve_teaal(graph: WorkloadGraph, arch: Architecture, spec: TeaalSpec, options: SolveOptions) -> ChainResult:
+    """Each einsum alone (unfused) with its TeAAL mapping constraints."""
+    start = time.perf_counter()
+    constraints = spec.constraints(arch)
+    stages = []
+    for i, c in enumerate(constraints):
+        stages.append(solve(Problem(graph.stage(i), arch, ()), c, options))
+    return ChainResult(graph, arch, (), UnfusedOutcome(tuple(stages)), "", time.perf_counter() - start)

@@ -42,6 +42,9 @@ _I64 = np.int64
 PRODUCTS_PER_CHUNK = 1 << 22
 
 
+SPARSE_FIELDS = ("payload_down", "meta_down", "payload_up", "meta_up")  # the word kinds of a TensorWords
+
+
 @dataclass(frozen=True)
 class TensorWords:
     tensor: str

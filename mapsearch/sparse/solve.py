@@ -62,7 +62,7 @@ from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_pha
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
 from mapsearch.sparse.model import DENOMINATOR, SparseModel, exact_effectual_ops, expected
-from mapsearch.sparse.replay import LinkWords, TensorWords
+from mapsearch.sparse.replay import SPARSE_FIELDS, LinkWords, SparseReplay, TensorWords
 
 TABLE_SCALE = 1 << 24
 TABLE_SCALES = (1 << 24, 1 << 18, 1 << 12, 1 << 8)  # tried in turn while the model's bounds overflow
@@ -530,3 +530,25 @@ def _check(links, check: SparseModel, measures, values) -> float:
                 if abs(a - b) > tol * max(abs(a), abs(b), 1.0):
                     raise SparseCheckError(f"{mine.name} {tm.tensor} {name}: closed form {a!r} != walk {b!r}")
     return tol
+
+
+def sparse_mismatches(result: SparseSolveResult, replayed: SparseReplay) -> list[tuple[str, float, int]]:
+    """``(field, expected, replayed)`` per link, tensor and word kind, and effectual ops, that differ.
+
+    For fixed-structured densities the model is exact: equal up to the
+    solver's stated tolerance (``result.tolerance``, relative; about 1e-9).
+    """
+    tol = result.tolerance
+    out = []
+
+    def check(field: str, a: float, b: int) -> None:
+        if abs(a - b) > tol * max(abs(a), abs(b), 1.0):
+            out.append((field, a, b))
+
+    for mine, theirs in zip(result.links, replayed.links):
+        for tm in mine.tensors:
+            tr = theirs.tensor(tm.tensor)
+            for name in SPARSE_FIELDS:
+                check(f"{mine.name} {tm.tensor} {name}", getattr(tm, name), getattr(tr, name))
+    check("effectual ops", result.effectual_ops, replayed.effectual_ops)
+    return out

@@ -159,7 +159,7 @@ def test_output_unfused_writes_stage_schedules(tmp_path, capsys):
 
 
 def test_replay_mismatch_exits_1_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    sim_replay = importlib.import_module("mapsearch.sim.replay")
+    sim_replay = importlib.import_module("mapsearch.solve.chain_replay")  # where the chain solve's replay is looked up
     real = sim_replay.replay
 
     def wrong(schedule, mode="events", **kw):

@@ -10,7 +10,7 @@ import pytest
 from mapsearch import cli
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.problem import Problem
-from mapsearch.solve.cli_solve import _with_core
+from mapsearch.cli.solving import with_core
 from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
@@ -72,10 +72,10 @@ def test_cli_min_utilization_conflict_is_one_line(capsys):
 
 
 def test_cli_message_always_names_the_core():
-    e = _with_core(InfeasibleError("infeasible, but no conflicting set of requirements was isolated in time", ("capacity of L0",)))
+    e = with_core(InfeasibleError("infeasible, but no conflicting set of requirements was isolated in time", ("capacity of L0",)))
     assert str(e) == ("infeasible, but no conflicting set of requirements was isolated in time "
                       "(conflicting requirements: capacity of L0)")
     assert e.core == ("capacity of L0",)
     named = InfeasibleError("infeasible: capacity of L0 conflict: L0 holds 2 words", ("capacity of L0",))
-    assert str(_with_core(named)) == str(named)
-    assert str(_with_core(InfeasibleError("infeasible"))) == "infeasible (conflicting requirements: none isolated)"
+    assert str(with_core(named)) == str(named)
+    assert str(with_core(InfeasibleError("infeasible"))) == "infeasible (conflicting requirements: none isolated)"

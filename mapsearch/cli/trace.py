@@ -11,13 +11,23 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
+from mapsearch.dram.geometry import PRESETS
+from mapsearch.dram.layout import Layouts
+from mapsearch.dram.options import load_trace_options
+from mapsearch.dram.rowbuffer import RowBuffer
+from mapsearch.dram.trace import coalesce, write_trace
 from mapsearch.errors import MapsearchError
+from mapsearch.schedule.json_io import load_schedule
+from mapsearch.sim.dram_trace import address_chunks
+
+__all__ = ["FORMATS", "add_parser", "run"]
 
 FORMATS = ("ramulator2", "ramulator1", "dramsim3")
 
 
-def add_parser(sub, common) -> argparse.ArgumentParser:
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "trace",
         parents=[common],
@@ -40,14 +50,7 @@ def add_parser(sub, common) -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> int:
-    from mapsearch.dram.geometry import PRESETS
-    from mapsearch.dram.options import load_trace_options
-    from mapsearch.dram.rowbuffer import RowBuffer
-    from mapsearch.dram.trace import coalesce, write_trace
-    from mapsearch.schedule.json_io import load_schedule
-    from mapsearch.sim.dram_trace import address_chunks
-
+def run(args: argparse.Namespace) -> None:
     if args.format not in FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(FORMATS)}, got {args.format!r}")
     if args.method not in ("auto", "walk", "events"):
@@ -64,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
         if args.element_bytes < 1 or args.element_bytes & (args.element_bytes - 1):
             raise MapsearchError(f"--element-bytes: expected a power of two >= 1, got {args.element_bytes}")
         dram = dram.with_(element_bytes=args.element_bytes)
-        from mapsearch.dram.layout import Layouts
-
         opts.layouts = Layouts(schedule.workload, dram, {t: p.spec for t, p in opts.layouts.placements.items()})
     order = opts.element_order
     if args.element_order:
@@ -109,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
               + (f" -> {args.output} ({args.format})" if args.output else ""))
         print(stats.text())
     sys.stdout.flush()
-    return 0
 
 
 def _counted(chunks, rb):

@@ -1,6 +1,6 @@
 """``mapsearch sweep``: expand, run what is not finished, store, export, print the summary.
 
-The only part of the sweep package that prints: the skip count, a progress
+The only part of a sweep that prints: the skip count, a progress
 bar with ETA on stderr (tqdm when installed, else a plain line every few
 seconds), the summary table, and where the exports went.
 
@@ -13,52 +13,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
+from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError
+from mapsearch.sweep.export import export, result_rows, summary_text
+from mapsearch.sweep.runner import default_workers, run_sweep
+from mapsearch.sweep.spec import load_sweep
+from mapsearch.sweep.store import DB_NAME, ResultStore
 
-# The rest of the package is imported by run(): building the parser stays cheap.
-
-EXIT_OK, EXIT_MISMATCH, EXIT_INTERRUPTED = 0, 1, 130
-
-
-def _progress_printer(total: int, quiet: bool) -> tuple[Callable[[Any], None] | None, Callable[[], None]]:
-    if quiet or total == 0:
-        return None, lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        tqdm = None
-    if tqdm is not None:
-        bar = tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-
-        def update(p: Any) -> None:
-            bar.update(1)
-            bar.set_postfix_str(f"failed {p.failed}" if p.failed else "", refresh=False)
-
-        return update, bar.close
-    last = [0.0]
-
-    def plain(p: Any) -> None:
-        now = time.monotonic()
-        if now - last[0] < 3 and p.done < p.todo:
-            return
-        last[0] = now
-        eta = "" if p.eta is None else f", ETA {p.eta:.0f} s"
-        print(f"mapsearch: sweep: {p.done}/{p.todo} cases ({p.failed} failed), {p.elapsed:.0f} s{eta}", file=sys.stderr)
-
-    return plain, lambda: None
+__all__ = ["add_parser", "run"]
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``mapsearch sweep``; returns the exit code (bad input raises :class:`MapsearchError`)."""
-    from mapsearch.sweep.export import export, result_rows, summary_text
-    from mapsearch.sweep.runner import default_workers, run_sweep
-    from mapsearch.sweep.spec import load_sweep
-    from mapsearch.sweep.store import DB_NAME, ResultStore
-
+def run(args: argparse.Namespace) -> None:
+    """Run ``mapsearch sweep``; a failure raises (:mod:`mapsearch.cli.exits`)."""
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
     if args.time_limit is not None and not args.time_limit > 0:
@@ -74,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             where = f"{args.scheduler}" if args.scheduler else f"{args.workers or default_workers()} local worker(s)"
             print(f"sweep {sweep.name}: {len(sweep.cases)} case(s); skipped {len(skipped)} finished "
                   f"(in {out / DB_NAME}); running {len(todo)} on {where}", file=sys.stderr)
-            update, close = _progress_printer(len(todo), args.quiet)
+            update, close = progress_printer(len(todo), args.quiet)
             try:
                 outcome = run_sweep(sweep.cases, store, sweep=str(args.sweep), workers=args.workers,
                                     scheduler=args.scheduler, retry_failed=args.retry_failed, progress=update)
@@ -89,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     print(summary_text(sweep.name, sweep.cases, rows), end="")
     print(f"wrote {paths['jsonl']}, {paths['csv']}, {paths['summary']} and {paths['schedules']}/", file=sys.stderr)
     if not args.export_only and outcome.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_MISMATCH if any(r["status"] == "MISMATCH" for r in rows) else EXIT_OK
+        raise CommandFailed(EXIT_INTERRUPTED)
+    if any(r["status"] == "MISMATCH" for r in rows):
+        raise CommandFailed(EXIT_MISMATCH)
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -1,9 +1,8 @@
-"""The sparse options of ``mapsearch solve``: ``--density T=SPEC`` and ``--format T=FMT``, parsed.
+"""Densities and formats as text: ``T=SPEC`` and ``T=FMT`` (``mapsearch solve --density/--format``), parsed.
 
 Pure functions from text to the objects of :mod:`mapsearch.sparse`; a bad
-value raises :class:`~mapsearch.solve.cli_solve.UsageError`, one line that
-names the option, the tensor and what was expected (the CLI prints it and
-exits 2).
+value raises :class:`~mapsearch.errors.UsageError`, one line that names the
+option, the tensor and what was expected (the CLI prints it and exits 2).
 
 Density specs (one value per rank of the tensor, top rank first):
 
@@ -26,7 +25,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping, Sequence, Union
 
-from mapsearch.solve.cli_solve import UsageError
+from mapsearch.errors import UsageError
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format
 from mapsearch.spec.workload import Workload

@@ -1,0 +1,256 @@
+"""``mapsearch solve``: load, solve, replay, compare, report, and write the schedule.
+
+A chain or TeAAL workload file goes to :mod:`mapsearch.cli.solve_chain`
+(every fusion level and the unfused baseline), a sparse solve to
+:mod:`mapsearch.cli.solve_sparse`.
+
+Every solved schedule is replayed in the simulator (``--replay-mode``, default
+``count``) before anything is reported as a result. If the replay disagrees
+with the solver's prediction in any field, each differing field goes to
+stderr under ``REPLAY MISMATCH``, the exit code is 1, and no schedule file is
+written: a schedule file always carries figures the simulator reproduced.
+
+With ``--density T=SPEC`` or a compressed ``--format T=FMT`` (single einsums
+only) the search uses the sparse density model instead
+(:func:`mapsearch.sparse.solve.solve_sparse`: expected time, then expected
+words, of the tensors' nonzeros and metadata). The schedule's dense figures
+are replayed as above, and its sparse words are replayed on inputs sampled
+from their densities (``--sparse-seed``; ``--no-sparse-replay`` skips it):
+with only fixed-structured densities (``NofM``, ``Banded``, ``Dense``) the
+replayed payload and metadata words of every link and tensor, and the
+effectual ops, must equal the model's, else ``REPLAY MISMATCH`` and exit 1;
+under ``Uniform`` the report gives each link's relative error.
+
+Exit codes (raised to :func:`mapsearch.cli.main.main`): 0 ok; 1 replay
+mismatch or data check failed; 2 bad input or an infeasible problem (one line
+that names the conflicting requirements); 3 no schedule found within the time
+limit (one line with the best bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import replace
+from typing import Any
+
+from mapsearch.cli import solve_chain, solve_sparse
+from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
+from mapsearch.cli.solving import (
+    REPLAY_MODES,
+    constraints_of,
+    multi_path_tree,
+    data_check_line,
+    mismatch_lines,
+    objective_of,
+    options_from_args,
+    plain,
+    replay_mode_of,
+    replay_solved,
+    run_solver,
+)
+from mapsearch.dram.layout import layout_specs
+from mapsearch.errors import MapsearchError
+from mapsearch.model.options import SolveOptions
+from mapsearch.model.problem import Problem
+from mapsearch.presets import preset_names
+from mapsearch.report.dram_rows import dram_rows_check
+from mapsearch.report.solve_report import render_solve_text, solve_report_dict
+from mapsearch.schedule.figures import differences
+from mapsearch.schedule.json_io import save_schedule
+from mapsearch.solve.run import solve
+from mapsearch.solve.tree import solve_tree
+from mapsearch.spec.constraints import load_constraints
+from mapsearch.spec.load import load_homes, load_problem, load_workload, read_yaml
+from mapsearch.spec.tree_paths import flatten, path_architecture
+from mapsearch.spec.workload_files import is_chain_file
+
+__all__ = ["add_parser", "run"]
+
+log = logging.getLogger(__name__)
+
+# Listed in the help; options_from_args checks the values (one-line error, exit 2).
+SOLVE_OBJECTIVES = ("time", "words", "energy")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    solve = sub.add_parser(
+        "solve",
+        parents=[common],
+        help="find an optimal schedule of a workload on an architecture",
+        description="Find an optimal schedule (default objective: the shortest time, then the fewest words), "
+        "replay it in the simulator and check that the replay agrees with the prediction.",
+        epilog="exit codes: 0 ok; 1 replay mismatch (REPLAY MISMATCH: the replayed figures differ from the "
+        "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
+        "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
+    )
+    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
+    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(preset_names()) + ")")
+    solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
+    solve.add_argument(
+        "--objective",
+        metavar="OBJECTIVE",
+        help="one of " + "|".join(SOLVE_OBJECTIVES) + ": time (default): the shortest time, then the fewest words; "
+        "words: the fewest words; energy: sum of per-link word costs (--link-energy) plus --op-energy per op call",
+    )
+    solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds (default 60)")
+    solve.add_argument("--work-limit", metavar="D", type=float,
+                       help="limit each phase by CP-SAT's deterministic time instead: the same result under any load")
+    solve.add_argument("--no-placement", action="store_true",
+                       help="keep every buffer at its level's default position (the result names the restriction)")
+    solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
+    solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    solve.add_argument(
+        "--min-utilization",
+        metavar="U",
+        help="require utilization >= U (a number in (0, 1]: 0.8, 4/5); for --objective words or energy",
+    )
+    solve.add_argument("--workers", metavar="N", type=int, help="CP-SAT workers (default 1; any N is deterministic for a fixed --seed)")
+    solve.add_argument("--seed", metavar="N", type=int, help="CP-SAT random seed (default 0)")
+    solve.add_argument(
+        "--replay-mode",
+        metavar="MODE",
+        default="count",
+        help="one of " + "|".join(REPLAY_MODES) + ": how the solved schedule is replayed before it is "
+        "reported (default count; data also computes with real values and checks the result against numpy)",
+    )
+    solve.add_argument(
+        "--link-energy",
+        metavar="NAME=COST",
+        action="append",
+        default=[],
+        help="energy per word on a link, e.g. 'L1->L0=1/2' (repeatable; links not given cost 1); for --objective energy",
+    )
+    solve.add_argument("--op-energy", metavar="X", help="energy per op call (default 0); for --objective energy")
+    solve.add_argument(
+        "--dram-rows",
+        metavar="MODE",
+        help="model the DRAM rows each transfer opens (the architecture needs a dram: entry; docs/dram.md): "
+        "tiebreak: fewest rows among the best schedules; before-words: time, then rows, then words; off (default)",
+    )
+    solve.add_argument("--max-dram-rows", metavar="N", type=int, help="require at most N DRAM row openings")
+    solve.add_argument("--dram-layouts", metavar="FILE.yaml",
+                       help="fix tensors' DRAM layouts (a 'layouts:' mapping as for trace); the others are chosen")
+    sparse = solve.add_argument_group(
+        "sparse (single einsums; docs/sparse-solver.md)",
+        "With --density or a compressed --format the search minimises the expected time, then words, of the "
+        "tensors' nonzeros and metadata (--objective time|words), then replays the schedule on inputs sampled "
+        "from their densities.")
+    sparse.add_argument(
+        "--density", metavar="T=SPEC", action="append", default=[],
+        help="density of input T (repeatable; others dense): dense | uniform:D,... (one per rank, the notebook's "
+        "fromRandom; figures are expectations) | nofm:N/M[@OFFSET],... (one per rank) | banded:LOWER,UPPER (exact)")
+    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT", action="append", default=[],
+                        help="format of tensor T (repeatable; others dense): CSR, CSF, COO, CISS, dense or one letter "
+                        "U/C per rank, e.g. UC")
+    sparse.add_argument("--sparse-seed", metavar="N", type=int,
+                        help="seed of the sampled inputs of the sparse replay (input i uses N+i; default 0)")
+    sparse.add_argument("--no-sparse-replay", action="store_true",
+                        help="skip the sparse replay on sampled data (the dense replay still runs)")
+    return solve
+
+
+def _solve_tree(args: argparse.Namespace, tree) -> tuple:
+    """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
+    workload = load_workload(args.workload)
+    homes = load_homes(args.workload)
+    first = path_architecture(flatten(tree)[0], workload)
+    constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else None
+    options = options_from_args(args, first)
+    best, result, outcomes = solve_tree(tree, workload, homes, options, constraints)
+    lines = [f"compute paths of {args.architecture}:"]
+    for o in outcomes:
+        if o.result is None:
+            lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
+        else:
+            f = o.result.schedule.predicted
+            mark = "  <- chosen" if o.compute_name == best else ""
+            lines.append(f"  {o.compute_name}: {o.result.status}, time {plain(f.time)}, words {f.words_total}{mark}")
+    return result, options, lines
+
+
+def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload, architecture) -> SolveOptions:
+    """``--dram-layouts FILE``: the ``layouts:`` mapping of a trace options file, fixed for the solve."""
+    path = getattr(args, "dram_layouts", None)
+    if not path:
+        return options
+    data = read_yaml(path)
+    specs = layout_specs(workload, data.get("layouts") if isinstance(data, dict) else data, str(path))
+    if options.dram_rows == "off" and options.max_dram_rows is None:
+        options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
+    return replace(options, dram_layouts=tuple(specs.items()))
+
+
+# --------------------------------------------------------------------------
+# The command.
+# --------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> None:
+    """Run ``mapsearch solve``; a failure raises (:mod:`mapsearch.cli.exits`)."""
+    flags = solve_sparse.sparse_flags(args)
+    if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
+        if flags:
+            raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
+                                 f"{args.workload} is a chain or TeAAL file")
+        return solve_chain.run(args)
+    objective_of(args)  # a bad objective fails before any file is read
+    mode = replay_mode_of(args)
+    if flags:
+        if solve_sparse.run(args, mode, flags):
+            return
+    else:
+        solve_sparse.warn_sparse_only(args)
+
+    def attempt() -> tuple:
+        tree = multi_path_tree(args.architecture)
+        if tree is not None:
+            return _solve_tree(args, tree)
+        workload, architecture, homes = load_problem(args.workload, args.architecture)
+        problem = Problem(workload, architecture, tuple(homes.items()))
+        constraints = constraints_of(args, problem)
+        options = options_from_args(args, architecture)
+        options = _with_dram_layouts(args, options, workload, architecture)
+        return solve(problem, constraints, options), options, ""
+
+    result, options, paths_note = run_solver(attempt)
+
+    schedule = result.schedule
+    if schedule.predicted is None:
+        raise MapsearchError("the solver returned a schedule without predicted figures; nothing to check the replay against")
+
+    replayed = replay_solved(schedule, mode)
+
+    mismatches = differences(schedule.predicted, replayed.figures)
+    rows = dram_rows_check(schedule)
+    if rows is not None:
+        mismatches += rows.mismatches
+    if args.json:
+        report = solve_report_dict(result, replayed, mode=mode)
+        if paths_note:
+            report["compute_paths"] = paths_note
+        if rows is not None:
+            report["dram_rows"] = rows.to_dict()
+        print(json.dumps(report, indent=2))
+    else:
+        if paths_note:
+            print("\n".join(paths_note))
+        print(render_solve_text(result, replayed, mode=mode), end="")
+        if rows is not None:
+            print(rows.text())
+
+    failures = mismatch_lines(f"the {mode} replay disagrees with the solver's prediction", mismatches) \
+        if mismatches else []
+    failures += data_check_line(replayed, "replayed")
+    if failures:
+        raise CommandFailed(EXIT_MISMATCH, failures)
+
+    if result.status == "FEASIBLE":
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
+              f"{result.phases[-1].name} {plain(result.objective_value)}, bound {plain(result.objective_bound)}, "
+              f"gap {result.gap:.2%}", file=sys.stderr)
+    if args.output:
+        save_schedule(schedule, args.output)
+        log.info("wrote %s", args.output)

@@ -58,7 +58,8 @@ from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture  # noqa: E402
-from mapsearch.spec.load import _error, _note, load_architecture, read_yaml, workload_from_dict  # noqa: E402
+from mapsearch.spec.load import load_architecture, workload_from_dict  # noqa: E402
+from mapsearch.spec.reading import _error, _note, read_yaml  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 
 

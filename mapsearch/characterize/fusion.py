@@ -46,7 +46,7 @@ class Registry:
 
 
 def load_registry(path: str | Path = PATTERNS_FILE) -> Registry:
-    from mapsearch.spec.load import read_yaml
+    from mapsearch.spec.reading import read_yaml
 
     data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("patterns"), list):

@@ -60,11 +60,11 @@ def load_model(spec: str, input_shapes: Sequence[Sequence[int]] | None = None) -
 
         return load_onnx(path)
     if path.suffix in (".yaml", ".yml") and path.exists():
-        from mapsearch.spec.load import read_yaml
+        from mapsearch.spec.reading import read_yaml
 
         return model_from_dict(read_yaml(path), str(path))
     if spec in builtin_names():
-        from mapsearch.spec.load import read_yaml
+        from mapsearch.spec.reading import read_yaml
 
         p = MODEL_DIR / f"{spec}.yaml"
         return model_from_dict(read_yaml(p), f"builtin:{spec}")

@@ -1,6 +1,6 @@
 """Characterize a model on profiles: solve each distinct einsum once per profile, add up per layer and model.
 
-:func:`characterize` lowers the model (:func:`~mapsearch.characterize.graph.lower_all`,
+:func:`characterize` lowers the model (:func:`~mapsearch.characterize.fusion.lower_all`,
 fused patterns applied), makes one sweep case per distinct (einsum text,
 extents, architecture) with :func:`mapsearch.sweep.spec.expand` -- the
 workload is named by its shape key, so the case id, a hash of the resolved

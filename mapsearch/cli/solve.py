@@ -63,7 +63,8 @@ from mapsearch.schedule.json_io import save_schedule
 from mapsearch.solve.run import solve
 from mapsearch.solve.tree import solve_tree
 from mapsearch.spec.constraints import load_constraints
-from mapsearch.spec.load import load_homes, load_problem, load_workload, read_yaml
+from mapsearch.spec.load import load_homes, load_problem, load_workload
+from mapsearch.spec.reading import read_yaml
 from mapsearch.spec.tree_paths import flatten, path_architecture
 from mapsearch.spec.workload_files import is_chain_file
 

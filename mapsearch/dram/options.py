@@ -21,7 +21,7 @@ from mapsearch.dram.spec import dram_from_dict
 from mapsearch.errors import SpecError
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.dram_trace import _normalise_order
-from mapsearch.spec.load import read_yaml
+from mapsearch.spec.reading import read_yaml
 
 
 def _err(source: str, field: str, detail: str) -> SpecError:

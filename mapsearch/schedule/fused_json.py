@@ -37,7 +37,8 @@ from mapsearch.schedule.json_io import (
     schedule_from_dict,
     schedule_to_dict,
 )
-from mapsearch.spec.load import _architecture, _error, _note, architecture_to_dict, workload_to_dict
+from mapsearch.spec.load import _architecture, architecture_to_dict, workload_to_dict
+from mapsearch.spec.reading import _error, _note
 
 __all__ = ["FORMAT", "VERSION", "fused_violations", "check_fused", "fused_to_dict", "fused_from_dict",
            "dumps_fused", "save_fused", "load_fused"]
@@ -236,7 +237,7 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
         raise _error(source, "graph", "a chain {name, einsums, extents}", data["graph"])
     if not isinstance(data["architecture"], Mapping):
         raise _error(source, "architecture", "an architecture object", data["architecture"])
-    from mapsearch.spec.load import validate_against
+    from mapsearch.spec.schema import validate_against
 
     validate_against(data["architecture"], "architecture", source, "architecture")
     arch = _architecture(data["architecture"], source, "architecture")

@@ -40,18 +40,9 @@ from mapsearch.errors import SpecError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
-from mapsearch.spec.load import (
-    _architecture,
-    _note,
-    _workload,
-    architecture_to_dict,
-    fraction_from_json,
-    fraction_to_json,
-    join_path,
-    read_text,
-    validate_against,
-    workload_to_dict,
-)
+from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, workload_to_dict
+from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path, read_text
+from mapsearch.spec.schema import validate_against
 
 __all__ = [
     "FORMAT",

@@ -15,7 +15,7 @@ from mapsearch.schedule.fused_json import fused_to_dict, save_fused
 from mapsearch.schedule.json_io import _pretty, schedule_to_dict
 from mapsearch.solve.chain import ChainResult, GroupPlan, UnfusedOutcome
 from mapsearch.spec.graph_load import graph_to_dict
-from mapsearch.spec.load import fraction_to_json
+from mapsearch.spec.reading import fraction_to_json
 
 __all__ = ["PLAN_FORMAT", "UNFUSED_FORMAT", "plan_to_dict", "unfused_to_dict", "save_best"]
 

@@ -14,7 +14,7 @@ from mapsearch.schedule.figures import Figures, differences
 from mapsearch.sim.errors import SimulatorError
 from mapsearch.sim.replay import replay, replay_unfused
 from mapsearch.solve.chain import ChainResult, UnfusedOutcome
-from mapsearch.spec.load import fraction_to_json
+from mapsearch.spec.reading import fraction_to_json
 
 __all__ = ["StageCheck", "ChainReplay", "replay_checks"]
 

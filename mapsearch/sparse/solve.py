@@ -22,7 +22,7 @@ that the schedule can change is a product of per-dimension functions, and
 the sum of such a product over a link's transfers is
 :func:`~mapsearch.model.residency.link_measure` with those functions as
 footprints: ``x`` (the axis footprint), ``1`` (one per piece) or a table
-``h(x)`` (:func:`~mapsearch.model.chains.table_footprint`), exactly as the
+``h(x)`` (:func:`~mapsearch.model.footprints.table_footprint`), exactly as the
 dense words are. ``s_m`` of two or more changeable extents is not a product
 (``UnsupportedProblem``: hold all but one whole with tile limits, or use a
 format that does not need it). Expected words are linear in expected counts,

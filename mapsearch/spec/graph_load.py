@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
-from mapsearch.spec.load import _error, _note, join_path, read_yaml
+from mapsearch.spec.reading import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import Einsum, WorkloadGraph
 
 __all__ = ["graph_from_dict", "graph_and_homes_from_dict", "graph_from_einsums", "load_graph", "load_graph_homes",

@@ -63,7 +63,7 @@ from typing import Mapping
 from mapsearch.errors import SpecError
 from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.spec.graph_load import graph_from_einsums
-from mapsearch.spec.load import _error, _note, join_path, read_yaml
+from mapsearch.spec.reading import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, WorkloadGraph
 
 __all__ = ["PartitionOp", "TeaalSpec", "TeaalSyntaxError", "parse_expression", "teaal_from_dict", "load_teaal"]

@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, as_fraction
-from mapsearch.spec.files import read_text
+from mapsearch.spec.reading import read_text
 from mapsearch.spec.set_expr import SetExprSyntaxError, parse_set_expr
 from mapsearch.spec.tree_nodes import (
     ComputeNode,

@@ -15,7 +15,8 @@ from typing import Mapping
 
 from mapsearch.errors import MapsearchError
 from mapsearch.spec.graph_load import graph_and_homes_from_dict, graph_from_dict
-from mapsearch.spec.load import _note, read_yaml, workload_from_dict
+from mapsearch.spec.load import workload_from_dict
+from mapsearch.spec.reading import _note, read_yaml
 from mapsearch.spec.teaal import TeaalSpec, teaal_from_dict
 from mapsearch.spec.workload import Workload, WorkloadGraph
 

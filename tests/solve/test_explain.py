@@ -15,7 +15,8 @@ from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
-from mapsearch.spec.load import architecture_from_dict, load_problem, read_yaml
+from mapsearch.spec.load import architecture_from_dict, load_problem
+from mapsearch.spec.reading import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MATMUL = str(ROOT / "examples" / "matmul-4x4x4.yaml")

@@ -69,10 +69,16 @@ class SolverTimeout(MapsearchError):
 
 
 class ReplayMismatch(MapsearchError):
-    """Predicted and replayed figures differ: names the field and both values."""
+    """Predicted and replayed figures differ: names the (first) field and both values.
 
-    def __init__(self, field: str, predicted: object, replayed: object):
+    ``mismatches`` holds every ``(field, predicted, replayed)`` that differs.
+    """
+
+    def __init__(self, field: str, predicted: object, replayed: object,
+                 mismatches: tuple[tuple[str, object, object], ...] = ()):
         self.field = field
         self.predicted = predicted
         self.replayed = replayed
-        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}")
+        self.mismatches = mismatches or ((field, predicted, replayed),)
+        more = f" (and {len(self.mismatches) - 1} more field(s))" if len(self.mismatches) > 1 else ""
+        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}{more}")

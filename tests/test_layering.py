@@ -54,6 +54,7 @@ FEATURE_MODULES: dict[str, str] = {
     "mapsearch.dram.rowbuffer": "sim",  # the row-buffer state machine the replay drives
     "mapsearch.dram.options": "sim",  # trace options, checked against a replayed address stream
     "mapsearch.dram.trace": "sim",  # the replayed address stream in Ramulator / DRAMsim3 formats
+    "mapsearch.dram.tracing": "sim",  # a schedule's trace in one call: stream, count, write
     "mapsearch.sparse": "sim",  # its __init__ re-exports the sparse replay
     "mapsearch.sparse.tensor": "spec",  # COO tensors and their files
     "mapsearch.sparse.format": "spec",
@@ -64,6 +65,7 @@ FEATURE_MODULES: dict[str, str] = {
     "mapsearch.sparse.model": "sim",  # expected words under a density, counted on the replay's walk
     "mapsearch.sparse.teaal_partition": "sim",
     "mapsearch.sparse.solve": "solve",
+    "mapsearch.sparse.entry": "solve",  # the sparse solve in one call, replays checked
 }
 
 RANK = {package: rank for rank, group in enumerate(LAYERS) for package in group}
@@ -220,6 +222,18 @@ def test_sim_imports_neither_model_nor_solve():
     bad = [f"{i.where()}: {i.importer} imports {i.target}" for i in IMPORTS
            if layer_of(i.importer) == "sim" and layer_of(i.target) in ("model", "solve")]
     assert not bad, "\n".join(bad)
+
+
+# What the command line may import: the API, and for rendering the report modules (and the characterization's
+# tables); besides those only the error classes, the version and atomic file writing.
+CLI_MAY_IMPORT = ("mapsearch.api", "mapsearch.cli", "mapsearch.report", "mapsearch.characterize.report",
+                  "mapsearch.errors", "mapsearch.version", "mapsearch.atomic")
+
+
+def test_the_cli_calls_the_api_and_renders():
+    bad = [f"{i.where()}: {i.importer} imports {i.target}" for i in IMPORTS if i.importer.startswith("mapsearch.cli")
+           and not any(i.target == m or i.target.startswith(m + ".") for m in CLI_MAY_IMPORT)]
+    assert not bad, "the CLI goes through mapsearch.api (and renders with mapsearch.report):\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("source, expected", [

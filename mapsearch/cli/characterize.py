@@ -20,12 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapsearch.characterize.chains import find_pairs
-from mapsearch.characterize.fusion import lower_all
-from mapsearch.characterize.models import builtin_names, load_model
-from mapsearch.characterize.profiles import load_profile, profile_names
-from mapsearch.characterize.report import chains_table, layers_table, roofline, totals_table, write_outputs
-from mapsearch.characterize.run import characterize, layer_cases
+from mapsearch import api
+from mapsearch.characterize.report import chains_table, layers_table, roofline, totals_table
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError
@@ -44,20 +40,23 @@ def run(args: argparse.Namespace) -> None:
             shapes = [tuple(int(x) for x in s.split(",")) for s in args.input_shape]
         except ValueError:
             raise MapsearchError(f"--input-shape: expected comma-separated ints, got {args.input_shape}") from None
-    model = load_model(args.model, shapes)
-    profiles = [load_profile(p) for p in args.profiles]
+    model = api.load_model(args.model, shapes)
+    profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
-    layers = lower_all(model.nodes)
-    cases, _ = layer_cases(layers, profiles, args.time_limit)
-    einsums = [l for l in layers if l.einsum]
-    pairs = [] if args.no_chain_fusion else find_pairs(model.nodes, layers)
-    distinct_pairs = len({p.key for p in pairs})
-    print(f"characterize {model.name}: {len(layers)} layers ({len(einsums)} einsums, "
-          f"{len({l.shape_key() for l in einsums})} distinct shapes) on {len(profiles)} profile(s): "
-          f"{len(cases)} case(s) in {out}" + (f"; {len(pairs)} chain pair(s), {distinct_pairs} distinct, "
-                                               "solved as chains after the layers" if pairs else ""),
-          file=sys.stderr)
-    update, close = progress_printer(len(cases), args.quiet)
+    bar: dict[str, Any] = {"update": None, "close": lambda: None}
+    plan: list[api.CharacterizeStart] = []
+
+    def started(s: api.CharacterizeStart) -> None:
+        plan.append(s)
+        print(f"characterize {s.model}: {s.layers} layers ({s.einsums} einsums, {s.distinct_shapes} distinct shapes) "
+              f"on {s.profiles} profile(s): {s.cases} case(s) in {s.out_dir}"
+              + (f"; {s.pairs} chain pair(s), {s.distinct_pairs} distinct, solved as chains after the layers"
+                 if s.pairs else ""), file=sys.stderr)
+        bar["update"], bar["close"] = progress_printer(s.cases, args.quiet)
+
+    def progress(p: api.Progress) -> None:
+        if bar["update"] is not None:
+            bar["update"](p)
 
     def chain_progress(profile: Any, pair: Any, rec: dict[str, Any]) -> None:
         if not args.quiet:
@@ -65,12 +64,13 @@ def run(args: argparse.Namespace) -> None:
                   f" ({rec.get('solve_seconds', 0):.1f} s)", file=sys.stderr)
 
     try:
-        result = characterize(model, profiles, out, workers=args.workers, scheduler=args.scheduler,
-                              time_limit=args.time_limit, retry_failed=args.retry_failed, progress=update,
-                              chain_fusion=not args.no_chain_fusion, chain_progress=chain_progress)
+        result = api.characterize(model, profiles, out, workers=args.workers, scheduler=args.scheduler,
+                                  time_limit=args.time_limit, retry_failed=args.retry_failed,
+                                  chain_fusion=not args.no_chain_fusion, on_start=started, progress=progress,
+                                  chain_progress=chain_progress)
     finally:
-        close()
-    paths = write_outputs(result, out)
+        bar["close"]()
+    paths = dict(result.tables)
     if not args.no_plot:
         try:
             paths["roofline"] = roofline(result, profiles, out / "roofline.png")
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> None:
         print(f"\n{model.name}: chain fusion (solve_chain per distinct pair and profile; fused when its best "
               "option beats the two layers' own schedules, time then words)")
         print(chains_table(result.chains), end="")
-    print(f"\n{model.name}: totals per profile ({sum(l.macs for l in einsums):,} MACs)")
+    print(f"\n{model.name}: totals per profile ({plan[0].macs:,} MACs)")
     print(totals_table(result.totals), end="")
     failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")]
     groups: dict[tuple, list] = {}
@@ -115,9 +115,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Lower MODEL to einsums (conv, linear, attention matmuls) and bandwidth-only steps, fuse "
         "epilogues, solve each distinct einsum once per profile through the sweep machinery (resumable), and "
         "report per layer and per model time, words per link, utilization and energy.",
-        epilog="MODEL: a built-in table (" + ", ".join(builtin_names()) + "), a .yaml layer table, a .onnx file "
+        epilog="MODEL: a built-in table (" + ", ".join(api.model_names()) + "), a .yaml layer table, a .onnx file "
         "(pip install 'mapsearch[onnx]') or package.module:callable returning a torch module or (module, inputs) "
-        "(pip install 'mapsearch[torch]'). PROFILE: " + ", ".join(profile_names()) + " or a profile YAML file. "
+        "(pip install 'mapsearch[torch]'). PROFILE: " + ", ".join(api.profile_names()) + " or a profile YAML file. "
         "exit codes: 0 ok; 1 a replay disagreed; 2 bad input; 130 interrupted (rerun to continue)",
     )
     p.add_argument("model", metavar="MODEL")

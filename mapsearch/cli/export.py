@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from mapsearch import api
 from mapsearch.atomic import write_text_atomic
 from mapsearch.errors import MapsearchError
 from mapsearch.report import loopnest, timeloop
-from mapsearch.schedule.json_io import dumps_schedule, load_schedule
 
 __all__ = ["EXPORT_FORMATS", "add_parser", "run"]
 
@@ -36,7 +36,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 def run(args: argparse.Namespace) -> None:
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
-    schedule = load_schedule(args.schedule)
+    schedule = api.load_schedule(args.schedule)
+    if isinstance(schedule, api.FusedSchedule):
+        raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
     if args.format == "loopnest":
         text = loopnest.loop_nest_code(schedule)
     elif args.format == "timeloop":
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> None:
         for warning in timeloop.timeloop_mapping(schedule)["warnings"]:
             print(f"mapsearch: warning: {warning}", file=sys.stderr)
     else:
-        text = dumps_schedule(schedule)
+        text = api.dumps_schedule(schedule)
     if args.output:
         write_text_atomic(args.output, text)
     else:

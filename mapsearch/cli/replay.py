@@ -13,15 +13,12 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from mapsearch.api import compare, load_schedule, replay
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.errors import MapsearchError
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.report.json_report import report_dict
 from mapsearch.report.text import render_text
-from mapsearch.schedule import fused_json
-from mapsearch.schedule.figures import differences
-from mapsearch.schedule.json_io import read_json, schedule_from_dict
-from mapsearch.sim.replay import replay
 
 __all__ = ["REPLAY_MODES", "add_parser", "run"]
 
@@ -58,16 +55,8 @@ def _plain(value: object) -> object:
     return value
 
 
-def load_any_schedule(path: str):
-    """A one-einsum schedule, or a fused chain's (by the file's ``format``)."""
-    data = read_json(path)
-    if isinstance(data, dict) and data.get("format") == fused_json.FORMAT:
-        return fused_json.fused_from_dict(data, str(path))
-    return schedule_from_dict(data, str(path))
-
-
 def run(args: argparse.Namespace) -> None:
-    schedule = load_any_schedule(args.schedule)
+    schedule = load_schedule(args.schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
     mode = args.mode or "count"
@@ -76,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
     data_ok = getattr(result, "data_ok", None)
     max_abs_error = getattr(result, "max_abs_error", None)
 
-    mismatches = differences(schedule.predicted, figures) if args.check else []
+    mismatches = compare(schedule.predicted, figures) if args.check else []
     rows = None
     if getattr(schedule, "dram", None) is not None:
         rows = dram_rows_check(schedule)

@@ -33,40 +33,24 @@ import argparse
 import json
 import logging
 import sys
-from dataclasses import replace
 from typing import Any
 
+from mapsearch import api
 from mapsearch.cli import solve_chain, solve_sparse
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.solving import (
     REPLAY_MODES,
-    constraints_of,
-    multi_path_tree,
     data_check_line,
     mismatch_lines,
     objective_of,
     options_from_args,
     plain,
     replay_mode_of,
-    replay_solved,
-    run_solver,
+    simulator_failure,
 )
-from mapsearch.dram.layout import layout_specs
 from mapsearch.errors import MapsearchError
-from mapsearch.model.options import SolveOptions
-from mapsearch.model.problem import Problem
-from mapsearch.presets import preset_names
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.report.solve_report import render_solve_text, solve_report_dict
-from mapsearch.schedule.figures import differences
-from mapsearch.schedule.json_io import save_schedule
-from mapsearch.solve.run import solve
-from mapsearch.solve.tree import solve_tree
-from mapsearch.spec.constraints import load_constraints
-from mapsearch.spec.load import load_homes, load_problem, load_workload
-from mapsearch.spec.reading import read_yaml
-from mapsearch.spec.tree_paths import flatten, path_architecture
-from mapsearch.spec.workload_files import is_chain_file
 
 __all__ = ["add_parser", "run"]
 
@@ -88,7 +72,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
-    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(preset_names()) + ")")
+    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(api.preset_names()) + ")")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
     solve.add_argument(
         "--objective",
@@ -153,35 +137,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return solve
 
 
-def _solve_tree(args: argparse.Namespace, tree) -> tuple:
-    """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
-    workload = load_workload(args.workload)
-    homes = load_homes(args.workload)
-    first = path_architecture(flatten(tree)[0], workload)
-    constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else None
-    options = options_from_args(args, first)
-    best, result, outcomes = solve_tree(tree, workload, homes, options, constraints)
-    lines = [f"compute paths of {args.architecture}:"]
-    for o in outcomes:
+def paths_lines(result: api.SolveResult, architecture: str) -> list[str]:
+    """The compute paths of a tree architecture: each one's outcome, the chosen one marked."""
+    lines = [f"compute paths of {architecture}:"]
+    for o in result.paths:
         if o.result is None:
             lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
         else:
             f = o.result.schedule.predicted
-            mark = "  <- chosen" if o.compute_name == best else ""
+            mark = "  <- chosen" if o.result.schedule is result.schedule else ""
             lines.append(f"  {o.compute_name}: {o.result.status}, time {plain(f.time)}, words {f.words_total}{mark}")
-    return result, options, lines
-
-
-def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload, architecture) -> SolveOptions:
-    """``--dram-layouts FILE``: the ``layouts:`` mapping of a trace options file, fixed for the solve."""
-    path = getattr(args, "dram_layouts", None)
-    if not path:
-        return options
-    data = read_yaml(path)
-    specs = layout_specs(workload, data.get("layouts") if isinstance(data, dict) else data, str(path))
-    if options.dram_rows == "off" and options.max_dram_rows is None:
-        options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
-    return replace(options, dram_layouts=tuple(specs.items()))
+    return lines
 
 
 # --------------------------------------------------------------------------
@@ -192,7 +158,7 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
 def run(args: argparse.Namespace) -> None:
     """Run ``mapsearch solve``; a failure raises (:mod:`mapsearch.cli.exits`)."""
     flags = solve_sparse.sparse_flags(args)
-    if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
+    if api.is_chain_file(args.workload):  # a chain or a TeAAL file
         if flags:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
                                  f"{args.workload} is a chain or TeAAL file")
@@ -205,26 +171,18 @@ def run(args: argparse.Namespace) -> None:
     else:
         solve_sparse.warn_sparse_only(args)
 
-    def attempt() -> tuple:
-        tree = multi_path_tree(args.architecture)
-        if tree is not None:
-            return _solve_tree(args, tree)
-        workload, architecture, homes = load_problem(args.workload, args.architecture)
-        problem = Problem(workload, architecture, tuple(homes.items()))
-        constraints = constraints_of(args, problem)
-        options = options_from_args(args, architecture)
-        options = _with_dram_layouts(args, options, workload, architecture)
-        return solve(problem, constraints, options), options, ""
+    arch = api.load_architecture(args.architecture)
+    workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
+    options = options_from_args(args, arch, workload)
+    try:
+        result = api.solve(args.workload, arch, getattr(args, "constraints", None) or None, options=options,
+                           replay_mode=mode, strict=False)
+    except api.SimulatorError as e:
+        raise simulator_failure(e, mode) from e
+    schedule, replayed = result.schedule, result.replayed
+    paths_note = paths_lines(result, args.architecture) if result.paths else []
 
-    result, options, paths_note = run_solver(attempt)
-
-    schedule = result.schedule
-    if schedule.predicted is None:
-        raise MapsearchError("the solver returned a schedule without predicted figures; nothing to check the replay against")
-
-    replayed = replay_solved(schedule, mode)
-
-    mismatches = differences(schedule.predicted, replayed.figures)
+    mismatches = list(result.mismatches)
     rows = dram_rows_check(schedule)
     if rows is not None:
         mismatches += rows.mismatches
@@ -253,5 +211,5 @@ def run(args: argparse.Namespace) -> None:
               f"{result.phases[-1].name} {plain(result.objective_value)}, bound {plain(result.objective_bound)}, "
               f"gap {result.gap:.2%}", file=sys.stderr)
     if args.output:
-        save_schedule(schedule, args.output)
+        api.save_schedule(schedule, args.output)
         log.info("wrote %s", args.output)

@@ -33,29 +33,16 @@ import argparse
 import json
 import logging
 import sys
-from typing import Mapping
 
+from mapsearch import api
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
-from mapsearch.cli.solving import options_from_args, plain, replay_mode_of
-from mapsearch.errors import InfeasibleError, SolverTimeout, SpecError, UsageError
-from mapsearch.presets import resolve_architecture
+from mapsearch.cli.solving import options_from_args, plain, replay_mode_of, simulator_failure
+from mapsearch.errors import UsageError
 from mapsearch.report.chain_report import chain_report_dict, render_chain_text, teaal_notes
-from mapsearch.solve.chain import solve_chain, solve_teaal
-from mapsearch.solve.chain_files import save_best
-from mapsearch.solve.chain_replay import replay_checks
-from mapsearch.spec.architecture import Architecture
-from mapsearch.spec.workload_files import load_chain
 
 __all__ = ["run"]
 
 log = logging.getLogger(__name__)
-
-
-def _check_homes(homes: Mapping[str, str], arch: Architecture, source: str) -> None:
-    for t, level in homes.items():
-        if level not in arch.level_names:
-            raise SpecError(source, f"homes.{t}", "", detail=f"unknown level {level!r}; {arch.name} has "
-                            f"{', '.join(arch.level_names)}")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -67,26 +54,14 @@ def run(args: argparse.Namespace) -> None:
         raise UsageError("-c/--constraints", "no constraints file for a chain (this version); a TeAAL file carries "
                          "its own mapping", args.constraints)
     mode = replay_mode_of(args)
-    graph, homes, spec = load_chain(args.workload)
-    arch, _ = resolve_architecture(args.architecture)
-    _check_homes(homes, arch, str(args.workload))
+    arch = api.load_architecture(args.architecture)
     options = options_from_args(args, arch)
-    notes: list[str] = []
-    if spec is not None:
-        notes += teaal_notes(spec, arch)
-        result = solve_teaal(graph, arch, spec, options)
-    else:
-        result = solve_chain(graph, arch, homes, options)
-    if not result.candidates():
-        if any(o.status == "TIMEOUT" for o in result.fused) or "time limit" in result.unfused_reason:
-            raise SolverTimeout("no schedule for this chain within the time limit: " + "; ".join(
-                [f"fused at {o.level}: {o.status} {o.reason}" for o in result.fused]
-                + [f"unfused: {result.unfused_reason}"]))
-        raise InfeasibleError("no schedule for this chain: " + "; ".join(
-            [f"fused at {o.level}: {' '.join(o.reason.split())}" for o in result.fused]
-            + [f"unfused: {' '.join(result.unfused_reason.split())}"]))
-
-    replayed = replay_checks(result, mode)
+    try:
+        result = api.solve_chain(args.workload, arch, options=options, replay_mode=mode, strict=False)
+    except api.SimulatorError as e:
+        raise simulator_failure(e, mode) from e
+    notes = teaal_notes(result.teaal, arch) if result.teaal is not None else []
+    replayed = result.replay
     if args.json:
         report = chain_report_dict(result, replayed, notes)
         print(json.dumps(report, indent=2))
@@ -112,5 +87,5 @@ def run(args: argparse.Namespace) -> None:
         print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
               f"{', '.join(loose)}", file=sys.stderr)
     if args.output:
-        save_best(result, args.output)
+        api.save_schedule(result, args.output)
         log.info("wrote %s", args.output)

@@ -16,13 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mapsearch import api
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError
-from mapsearch.sweep.export import export, result_rows, summary_text
-from mapsearch.sweep.runner import default_workers, run_sweep
-from mapsearch.sweep.spec import load_sweep
-from mapsearch.sweep.store import DB_NAME, ResultStore
 
 __all__ = ["add_parser", "run"]
 
@@ -36,31 +33,33 @@ def run(args: argparse.Namespace) -> None:
     work = getattr(args, "work_limit", None)
     if work is not None and not work > 0:
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
-    sweep = load_sweep(args.sweep, time_limit=args.time_limit, work_limit=work)
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
-    with ResultStore(out / DB_NAME) as store:
-        if not args.export_only:
-            todo, skipped = store.to_run(sweep.cases, args.retry_failed)
-            where = f"{args.scheduler}" if args.scheduler else f"{args.workers or default_workers()} local worker(s)"
-            print(f"sweep {sweep.name}: {len(sweep.cases)} case(s); skipped {len(skipped)} finished "
-                  f"(in {out / DB_NAME}); running {len(todo)} on {where}", file=sys.stderr)
-            update, close = progress_printer(len(todo), args.quiet)
-            try:
-                outcome = run_sweep(sweep.cases, store, sweep=str(args.sweep), workers=args.workers,
-                                    scheduler=args.scheduler, retry_failed=args.retry_failed, progress=update)
-            finally:
-                close()
-            if outcome.interrupted:
-                done = len(store.statuses(c.case_id for c in sweep.cases))
-                print(f"mapsearch: interrupted: {done} of {len(sweep.cases)} case(s) stored in {out / DB_NAME}; "
-                      "rerun the same command to finish", file=sys.stderr)
-        paths = export(sweep.name, sweep.cases, store, out)
-        rows = result_rows(sweep.cases, store)
-    print(summary_text(sweep.name, sweep.cases, rows), end="")
+    bar: dict[str, Any] = {"update": None, "close": lambda: None}
+
+    def started(s: api.SweepStart) -> None:
+        print(f"sweep {s.name}: {s.total} case(s); skipped {s.skipped} finished (in {s.store}); running {s.todo} "
+              f"on {s.where}", file=sys.stderr)
+        bar["update"], bar["close"] = progress_printer(s.todo, args.quiet)
+
+    def progress(p: api.Progress) -> None:
+        if bar["update"] is not None:
+            bar["update"](p)
+
+    try:
+        result = api.sweep(args.sweep, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
+                           work_limit=work, retry_failed=args.retry_failed, export_only=args.export_only,
+                           on_start=started, progress=progress)
+    finally:
+        bar["close"]()
+    if result.interrupted:
+        print(f"mapsearch: interrupted: {len(result.rows)} of {len(result.cases)} case(s) stored in "
+              f"{result.store}; rerun the same command to finish", file=sys.stderr)
+    print(result.summary(), end="")
+    paths = result.paths
     print(f"wrote {paths['jsonl']}, {paths['csv']}, {paths['summary']} and {paths['schedules']}/", file=sys.stderr)
-    if not args.export_only and outcome.interrupted:
+    if result.interrupted:
         raise CommandFailed(EXIT_INTERRUPTED)
-    if any(r["status"] == "MISMATCH" for r in rows):
+    if result.mismatched:
         raise CommandFailed(EXIT_MISMATCH)
 
 

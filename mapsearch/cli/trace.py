@@ -10,21 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
-from mapsearch.dram.geometry import PRESETS
-from mapsearch.dram.layout import Layouts
-from mapsearch.dram.options import load_trace_options
-from mapsearch.dram.rowbuffer import RowBuffer
-from mapsearch.dram.trace import coalesce, write_trace
-from mapsearch.errors import MapsearchError
-from mapsearch.schedule.json_io import load_schedule
-from mapsearch.sim.dram_trace import address_chunks
+from mapsearch import api
 
 __all__ = ["FORMATS", "add_parser", "run"]
 
 FORMATS = ("ramulator2", "ramulator1", "dramsim3")
+FLAGS = {"format": "--format", "method": "--method", "dram": "--dram", "element_bytes": "--element-bytes",
+         "request_bytes": "--request-bytes"}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -51,68 +45,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.format not in FORMATS:
-        raise MapsearchError(f"--format: expected one of {', '.join(FORMATS)}, got {args.format!r}")
-    if args.method not in ("auto", "walk", "events"):
-        raise MapsearchError(f"--method: expected auto, walk or events, got {args.method!r}")
-    schedule = load_schedule(args.schedule)
-    override = None
-    if args.dram is not None:
-        if args.dram.lower() not in PRESETS:
-            raise MapsearchError(f"--dram: expected one of {', '.join(sorted(PRESETS))}, got {args.dram!r}")
-        override = PRESETS[args.dram.lower()]
-    opts = load_trace_options(schedule, args.layouts, override)
-    dram = opts.dram
-    if args.element_bytes is not None:
-        if args.element_bytes < 1 or args.element_bytes & (args.element_bytes - 1):
-            raise MapsearchError(f"--element-bytes: expected a power of two >= 1, got {args.element_bytes}")
-        dram = dram.with_(element_bytes=args.element_bytes)
-        opts.layouts = Layouts(schedule.workload, dram, {t: p.spec for t, p in opts.layouts.placements.items()})
-    order = opts.element_order
+    order = None
     if args.element_order:
         order = args.element_order if args.element_order in ("layout", "nest") else tuple(args.element_order.split(","))
-    if args.request_bytes is not None and args.request_bytes < 1:
-        raise MapsearchError(f"--request-bytes: expected >= 1, got {args.request_bytes}")
-    rb = RowBuffer(dram, schedule.workload.tensor_names)
-    counted = {"addresses": 0}
-    t0 = time.perf_counter()
-
-    def stream():
-        try:
-            for ch in address_chunks(schedule, opts.layouts, order, dram=dram, dram_level=opts.dram_level, method=args.method):
-                counted["addresses"] += len(ch.addresses)
-                if args.request_bytes is None:
-                    rb.feed(ch.addresses, ch.is_write, ch.tensor)
-                yield ch.addresses, ch.is_write
-        except ValueError as e:
-            raise MapsearchError(str(e)) from None
-
-    source = stream()
-    if args.request_bytes is not None:
-        source = _counted(coalesce(source, args.request_bytes), rb)
-    requests = 0
-    if args.output:
-        try:
-            requests = write_trace(source, args.output, args.format, cycles_per_request=args.cycles_per_request)
-        except OSError as e:
-            raise MapsearchError(f"{args.output}: cannot write: {e.strerror or e}") from None
-    else:
-        for a, _ in source:
-            requests += len(a)
-    seconds = time.perf_counter() - t0
-    stats = rb.stats()
+    result = api.trace(args.schedule, args.output, format=args.format, options=args.layouts, dram=args.dram,
+                       element_bytes=args.element_bytes, element_order=order, request_bytes=args.request_bytes,
+                       cycles_per_request=args.cycles_per_request, method=args.method, names=FLAGS)
     if args.json:
-        out = {"schedule": args.schedule, "dram": dram.name, "format": args.format, "output": args.output,
-               "addresses": counted["addresses"], "requests": requests, "seconds": round(seconds, 3), "rows": stats.to_dict()}
+        out = {"schedule": args.schedule, "dram": result.dram.name, "format": args.format, "output": args.output,
+               "addresses": result.addresses, "requests": result.requests, "seconds": round(result.seconds, 3),
+               "rows": result.rows.to_dict()}
         print(json.dumps(out, indent=2))
     else:
-        print(f"DRAM {dram.name}: {counted['addresses']} addresses, {requests} requests"
+        print(f"DRAM {result.dram.name}: {result.addresses} addresses, {result.requests} requests"
               + (f" -> {args.output} ({args.format})" if args.output else ""))
-        print(stats.text())
+        print(result.rows.text())
     sys.stdout.flush()
-
-
-def _counted(chunks, rb):
-    for a, w in chunks:
-        rb.feed(a, w)
-        yield a, w

@@ -34,9 +34,11 @@ from mapsearch.schedule.json_io import (
     _raise_violation,
     figures_from_dict,
     figures_to_dict,
+    read_json,
     schedule_from_dict,
     schedule_to_dict,
 )
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.load import _architecture, architecture_to_dict, workload_to_dict
 from mapsearch.spec.reading import _error, _note
 
@@ -281,6 +283,12 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
 
 
 def load_fused(path: str | Path) -> FusedSchedule:
-    from mapsearch.schedule.json_io import read_json
-
     return fused_from_dict(read_json(path), str(path))
+
+
+def load_any_schedule(path: str | Path) -> Schedule | FusedSchedule:
+    """A one-einsum schedule file, or a fused chain's (told apart by the file's ``format``)."""
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("format") == FORMAT:
+        return fused_from_dict(data, str(path))
+    return schedule_from_dict(data, str(path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
@@ -24,6 +25,9 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.teaal import TeaalSpec
+
+if TYPE_CHECKING:  # the replay checks import this module for ChainResult
+    from mapsearch.solve.chain_replay import ChainReplay
 from mapsearch.spec.workload import WorkloadGraph
 
 
@@ -98,6 +102,8 @@ class ChainResult:
     # (level name, outcome or None, why not)
     materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
     plans: tuple[GroupPlan, ...] = ()  # chains of 3+ einsums: partly fused
+    teaal: TeaalSpec | None = None  # the TeAAL specification whose mapping constrained the einsums
+    replay: ChainReplay | None = None  # the replay checks (mapsearch.solve.entry.solve_chain fills them in)
 
     def candidates(self) -> list[tuple[str, Fraction, int]]:
         out = [(f"fused at {o.level}", o.schedule.predicted.time, o.schedule.predicted.words_total)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Mapping, Sequence
 
@@ -56,6 +56,7 @@ from mapsearch.model.problem import Problem, UnsupportedProblem, footprint
 from mapsearch.model.residency import link_measure
 from mapsearch.model.traffic import UNIT
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.counters import ReplayResult
 from mapsearch.spec.constraints import Constraints
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
@@ -335,6 +336,14 @@ class SparseSolveResult:
     tolerance: float  # relative tolerance of that check (table rounding; 1e-9 without tables)
     solve_seconds: float
     family_restrictions: tuple[str, ...] = ()  # what the search left out (model/family.py)
+    # Filled in by mapsearch.sparse.entry: the dense replay and where it differs from the dense prediction;
+    # the replay on sampled inputs (seed, nonzeros per input) and, for exact densities, where it differs.
+    replayed: ReplayResult | None = None
+    dense_mismatches: tuple[tuple[str, object, object], ...] = ()
+    sparse_replay: SparseReplay | None = None
+    mismatches: tuple[tuple[str, float, int], ...] = ()
+    seed: int | None = None
+    nonzeros: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def words_total(self) -> float:

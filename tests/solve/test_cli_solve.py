@@ -25,7 +25,7 @@ from mapsearch.schedule.figures import LinkFigures
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import CapacityError
-from mapsearch.cli import solve as solve_command
+from mapsearch.solve import entry
 from mapsearch.cli import solving
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, solve
@@ -51,8 +51,8 @@ def one_line(text: str) -> str:
 
 
 def replay_module():
-    """The module whose ``replay`` the solve command calls (to stand in for the simulator)."""
-    return importlib.import_module("mapsearch.cli.solving")
+    """The module whose ``replay`` the solve command's solve calls (to stand in for the simulator)."""
+    return importlib.import_module("mapsearch.solve.entry")
 
 
 def write(path: Path, text: str) -> str:
@@ -292,7 +292,7 @@ def _feasible(result):
 
 
 def test_feasible_result_is_prominent_with_bound_and_gap(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(solve_command, "solve", lambda *a: _feasible(solve(*a)))
+    monkeypatch.setattr(entry, "solve_problem", lambda *a: _feasible(solve(*a)))
     out = tmp_path / "s.json"
     assert cli.main(["solve", MATMUL, ARCH, "-o", str(out)]) == 0
     captured = capsys.readouterr()
@@ -309,7 +309,7 @@ def test_feasible_result_is_prominent_with_bound_and_gap(monkeypatch, capsys, tm
 
 
 def test_time_phase_only_says_words_were_not_minimised(monkeypatch, capsys):
-    monkeypatch.setattr(solve_command, "solve", lambda *a: dataclasses.replace(solve(*a), phases=solve(*a).phases[:1]))
+    monkeypatch.setattr(entry, "solve_problem", lambda *a: dataclasses.replace(solve(*a), phases=solve(*a).phases[:1]))
     assert cli.main(["solve", MATMUL, ARCH]) == 0
     out = capsys.readouterr().out
     assert "*** WORDS NOT MINIMISED" in out
@@ -320,7 +320,7 @@ def test_timeout_exits_3_with_the_bound(monkeypatch, capsys):
     def timeout(*a):
         raise SolverTimeout("no schedule found within 0.01 s; best bound on time: 64")
 
-    monkeypatch.setattr(solve_command, "solve", timeout)
+    monkeypatch.setattr(entry, "solve_problem", timeout)
     assert cli.main(["solve", MATMUL, ARCH, "--time-limit", "0.01"]) == 3
     captured = capsys.readouterr()
     assert one_line(captured.err) == "mapsearch: no schedule found within 0.01 s; best bound on time: 64"

@@ -10,7 +10,7 @@ import pytest
 from mapsearch import cli
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.problem import Problem
-from mapsearch.cli.solving import with_core
+from mapsearch.solve.explain import with_core
 from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions

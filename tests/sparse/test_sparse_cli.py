@@ -168,7 +168,7 @@ def test_banded_with_a_dimension_held_whole_is_exact(capsys, matmul, tmp_path):
 
 
 def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, monkeypatch):
-    import mapsearch.cli.solve_sparse as sparse_solve_command
+    import mapsearch.sparse.entry as sparse_solve_command
     import mapsearch.sparse.replay as sparse_replay
 
     real = sparse_replay.replay_sparse
@@ -182,7 +182,7 @@ def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, mon
         from dataclasses import replace
         return replace(r, links=(replace(link, tensors=bumped),) + r.links[1:])
 
-    monkeypatch.setattr(sparse_solve_command, "replay_sparse", off_by_one)  # where the CLI looks it up
+    monkeypatch.setattr(sparse_solve_command, "replay_sparse", off_by_one)  # where the solve looks it up
     out = tmp_path / "s.json"
     code, text, err = solve_cli(capsys, matmul, ARCH, "--density", "A=nofm:2/4,4/4", "--format", "A=CSR", "-o", str(out))
     assert code == 1 and not out.exists()
@@ -193,7 +193,7 @@ def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, mon
 
 
 def test_failed_data_check_exits_1(capsys, matmul, tmp_path, monkeypatch):
-    import mapsearch.cli.solve_sparse as sparse_solve_command
+    import mapsearch.sparse.entry as sparse_solve_command
     import mapsearch.sparse.replay as sparse_replay
     from dataclasses import replace
 

@@ -1,8 +1,20 @@
-"""Step 2 of reading a spec: its JSON Schema (``mapsearch/spec/schemas``), one line for the first violation.
+"""Step 2 of reading a spec: its JSON Schema, one line for the first violation; and the schemas' registry.
 
 The first error names its field by its path, e.g. ``levels[2].capacity``,
 and says what was expected (a schema's ``x-expected`` / ``x-detail``, else a
 sentence made from the failed keyword).
+
+Every file format mapsearch reads has a schema shipped in the package
+(``mapsearch/**/*.schema.json``; the list is in docs/modules.md). A schema's
+``$id`` is :data:`SCHEMA_ID_BASE` followed by its path in the repository, so
+it is the URL of the published file, and schemas refer to each other by
+relative ``$ref`` (``../spec/schemas/workload.schema.json``), which resolves
+against that ``$id`` as well as against the file on disk. :func:`registry`
+holds every bundled schema under its ``$id``, for any validator::
+
+    import jsonschema
+    from mapsearch.spec.schema import registry, schema
+    jsonschema.Draft202012Validator(schema("workload"), registry=registry()).validate(data)
 """
 
 from __future__ import annotations
@@ -14,13 +26,33 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from referencing import Registry, Resource
 
 from mapsearch.errors import SpecError
 from mapsearch.spec.reading import _error, _note, join_path
 
-__all__ = ["SCHEMA_DIR", "schema", "validate_against"]
+__all__ = ["SCHEMA_DIR", "SCHEMA_ID_BASE", "schema", "schema_files", "schema_id", "registry", "validate_against"]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+PACKAGE_DIR = SCHEMA_DIR.parents[1]  # mapsearch/
+SCHEMA_ID_BASE = "https://raw.githubusercontent.com/mapsearch/mapsearch/main/"
+
+
+def schema_files() -> list[Path]:
+    """Every schema shipped in the package, sorted."""
+    return sorted(PACKAGE_DIR.rglob("*.schema.json"))
+
+
+def schema_id(path: str | Path) -> str:
+    """The ``$id`` a bundled schema must carry: :data:`SCHEMA_ID_BASE` + its path from the repository root."""
+    return SCHEMA_ID_BASE + Path(path).resolve().relative_to(PACKAGE_DIR.parent).as_posix()
+
+
+@lru_cache(maxsize=None)
+def registry() -> Registry:
+    """A :class:`referencing.Registry` of every bundled schema by its ``$id``: every ``$ref`` resolves in it."""
+    return Registry().with_resources(
+        (schema_id(p), Resource.from_contents(_load_schema(str(p)))) for p in schema_files())
 
 
 def _is_int(checker: object, instance: object) -> bool:
@@ -45,14 +77,7 @@ def schema(name: str) -> dict:
 
 @lru_cache(maxsize=None)
 def _validator_for(path: str) -> Any:
-    from referencing import Registry, Resource
-
-    resources = [
-        (s["$id"], Resource.from_contents(s))
-        for s in (_load_schema(str(p)) for p in sorted(SCHEMA_DIR.glob("*.schema.json")))
-        if "$id" in s
-    ]
-    return _Validator(_load_schema(path), registry=Registry().with_resources(resources))
+    return _Validator(_load_schema(path), registry=registry())
 
 
 _FALLBACK = {

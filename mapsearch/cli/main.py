@@ -12,6 +12,7 @@
                     [--dram PRESET] [--element-order ORDER] [--request-bytes N] [--json]
     mapsearch sweep SWEEP.yaml [--out DIR] [--workers N] [--scheduler tcp://HOST:PORT]
                     [--retry-failed] [--time-limit S] [--export-only] [-q]
+    mapsearch plot RESULTS [--kind parameter|roofline|lower-bound] [--param PATH] [-o FILE.png]
     mapsearch characterize MODEL PROFILE [PROFILE ...] [--out DIR] [--workers N]
                     [--scheduler tcp://HOST:PORT] [--time-limit S] [--top N] [--no-plot]
 
@@ -32,7 +33,7 @@ import logging
 import sys
 from typing import Sequence
 
-from mapsearch.cli import characterize, export, replay, solve, sweep, trace
+from mapsearch.cli import characterize, export, plot, replay, solve, sweep, trace
 from mapsearch.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, CommandFailed
 from mapsearch.errors import MapsearchError, SolverTimeout
 from mapsearch.version import __version__
@@ -41,7 +42,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 log = logging.getLogger("mapsearch")
 
-COMMANDS = (solve, replay, export, trace, sweep, characterize)
+COMMANDS = (solve, replay, export, trace, sweep, plot, characterize)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
 
+from mapsearch.report.plots import plot_rows
 from mapsearch.sweep.case import FAILED_STATUSES
 from mapsearch.sweep.export import export, flat_rows, result_rows, summary_text
 from mapsearch.sweep.runner import Progress, default_workers, run_sweep
@@ -69,6 +70,11 @@ class SweepResult:
     def summary(self) -> str:
         """The table of ``summary.txt``: one line per finished case, then totals and failures."""
         return summary_text(self.name, self.cases, self.rows)
+
+    def plot(self, out_png: str | Path, kind: str | None = None, param: str | None = None) -> Path:
+        """Write a plot of the rows (:func:`mapsearch.report.plots.plot_rows`: against the swept parameter,
+        a roofline, or against a lower bound); needs matplotlib (``pip install 'mapsearch[plot]'``)."""
+        return plot_rows(self.rows, out_png, kind, param)
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per finished case, the columns of ``results.csv`` (pandas is imported here, on first use)."""

@@ -40,6 +40,7 @@ from mapsearch.errors import (
     UsageError,
 )
 from mapsearch.model.options import SolveOptions
+from mapsearch.report.solve_report import render_solve_text
 from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.fused_json import load_any_schedule, save_fused
@@ -79,7 +80,8 @@ __all__ = [
     "load_workload", "load_architecture", "load_constraints", "load_schedule", "preset_names", "is_chain_file",
     "parse_densities", "parse_formats", "load_model", "load_profile", "model_names", "profile_names",
     # solving and replaying
-    "solve_options", "solve", "solve_chain", "solve_sparse", "replay", "compare", "save_schedule", "dumps_schedule",
+    "solve_options", "solve", "solve_chain", "solve_sparse", "replay", "compare", "report", "save_schedule",
+    "dumps_schedule",
     "trace",
     # many at once
     "sweep", "characterize",
@@ -259,6 +261,13 @@ def replay(schedule: ScheduleSource | ChainResult, mode: str = "count") -> Repla
     if isinstance(schedule, (str, Path)):
         schedule = load_any_schedule(schedule)
     return replay_schedule(schedule, mode=mode)
+
+
+def report(result: SolveResult) -> str:
+    """The readable report of a solve, as ``mapsearch solve`` prints it: status, bound and gap, the loop nest,
+    predicted and replayed figures side by side, what binds and the slack of the rest."""
+    replayed = result.replayed if result.replayed is not None else replay_schedule(result.schedule, mode="count")
+    return render_solve_text(result, replayed)
 
 
 def compare(predicted: Figures, replayed: Figures | ReplayResult) -> list[tuple[str, object, object]]:

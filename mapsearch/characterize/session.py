@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 from mapsearch.characterize.chains import find_pairs
 from mapsearch.characterize.fusion import lower_all
 from mapsearch.characterize.graph import Model
-from mapsearch.characterize.models import load_model
+from mapsearch.characterize.models import load_model, model_from_dict
 from mapsearch.characterize.profiles import Profile, load_profile
 from mapsearch.characterize.report import write_outputs
 from mapsearch.characterize.run import Characterization, characterize as characterize_layers, layer_cases
@@ -44,7 +44,7 @@ class CharacterizeStart:
     out_dir: Path
 
 
-def characterize(model: Union[str, Path, Model], profiles: Sequence[Union[str, Path, Profile]],
+def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Sequence[Union[str, Path, Profile]],
                  out_dir: str | Path | None = None, *, input_shapes: Sequence[Sequence[int]] | None = None,
                  workers: int | None = None, scheduler: str | None = None, time_limit: float = 60.0,
                  retry_failed: bool = False, chain_fusion: bool = True,
@@ -52,6 +52,9 @@ def characterize(model: Union[str, Path, Model], profiles: Sequence[Union[str, P
                  progress: Callable[[Progress], None] | None = None,
                  chain_progress: Callable | None = None) -> Characterization:
     """Characterize ``model`` on ``profiles`` (module docstring); ``out_dir`` defaults to ``./characterize-<model>``.
+
+    ``model``: a built-in table's name, a file, a dict in the layer-table
+    format (``mapsearch/characterize/models/``) or a :class:`Model`.
 
     ``input_shapes`` feed a PyTorch module; ``time_limit`` is per distinct
     layer; ``chain_fusion=False`` solves every einsum alone. The result's
@@ -62,7 +65,12 @@ def characterize(model: Union[str, Path, Model], profiles: Sequence[Union[str, P
         raise UsageError("workers", "an int >= 1", workers)
     if not time_limit > 0:
         raise UsageError("time_limit", "seconds > 0", time_limit)
-    net = model if isinstance(model, Model) else load_model(str(model), input_shapes)
+    if isinstance(model, Model):
+        net = model
+    elif isinstance(model, Mapping):
+        net = model_from_dict(dict(model), "<dict>")
+    else:
+        net = load_model(str(model), input_shapes)
     profs = [p if isinstance(p, Profile) else load_profile(str(p)) for p in profiles]
     out = Path(out_dir) if out_dir is not None else Path(f"characterize-{net.name}")
     if on_start is not None:

@@ -28,7 +28,7 @@ from typing import Mapping, Sequence, Union
 from mapsearch.errors import UsageError
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format
-from mapsearch.spec.workload import Workload
+from mapsearch.spec.workload import TensorAccess, Workload
 
 Density = Union[Dense, Uniform, NofM, Banded]
 
@@ -191,13 +191,18 @@ def parse_formats(items: Sequence[str] | None, workload: Workload) -> dict[str, 
         option = f"--format {name}"
         if name in out:
             raise UsageError(option, f"one format per tensor; {name} already has {out[name].text()}", item)
-        n = len(access.indices)
-        try:
-            out[name] = Format.parse(text, n)
-        except ValueError:
-            raise UsageError(option, f"a format of {access.text()}: CSR, CSF, COO, CISS, dense or {n} letter(s) U/C",
-                             text) from None
+        out[name] = parse_format(text, access, option)
     return out
+
+
+def parse_format(text: str, access: TensorAccess, option: str = "--format") -> Format:
+    """A format name for the tensor ``access`` (CSR, CSF, COO, CISS, dense, or one letter U/C per rank)."""
+    n = len(access.indices)
+    try:
+        return Format.parse(text, n)
+    except ValueError:
+        raise UsageError(option, f"a format of {access.text()}: CSR, CSF, COO, CISS, dense or {n} letter(s) U/C",
+                         text) from None
 
 
 def is_sparse(densities: Mapping[str, object], formats: Mapping[str, Format]) -> bool:

@@ -21,7 +21,7 @@ from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
 from mapsearch.solve.entry import solve_inputs
-from mapsearch.sparse.density_text import Density, all_exact, parse_density
+from mapsearch.sparse.density_text import Density, all_exact, parse_density, parse_format
 from mapsearch.sparse.density import sample_inputs
 from mapsearch.sparse.format import Format
 from mapsearch.sparse.replay import replay_sparse
@@ -49,13 +49,7 @@ def formats_of(formats: Mapping[str, Union[Format, str]] | None, workload: Workl
     for t, f in dict(formats or {}).items():
         if t not in workload.tensor_names:
             raise UsageError(f"formats[{t!r}]", f"a tensor of {workload.einsum.text()}", t)
-        if isinstance(f, str):
-            n = len(workload.tensor(t).indices)
-            try:
-                f = Format.parse(f, n)
-            except ValueError:
-                raise UsageError(f"formats[{t!r}]", f"CSR, CSF, COO, CISS, dense or {n} letter(s) U/C", f) from None
-        out[t] = f
+        out[t] = parse_format(f, workload.tensor(t), f"formats[{t!r}]") if isinstance(f, str) else f
     return out
 
 

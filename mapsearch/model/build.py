@@ -28,8 +28,8 @@ from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
 from mapsearch.model.windows import Window, prune_window_chains, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
-from mapsearch.solve.constraints import Constraints, resolve_level, resolve_tensor
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
+from mapsearch.model.options import SolveOptions
 
 
 @lru_cache(maxsize=256)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Literal, Q
 from mapsearch.model.order import before
+from mapsearch.model.regions import region_of
 from mapsearch.model.tiles import footprint_at, whole_at
 
 
@@ -149,8 +150,6 @@ def cut_region(enc: Encoding, tensor: str, c: int) -> tuple[Q, Q]:
     key = ("cut_region", tensor, c)
     if key in enc.cache:
         return enc.cache[key]
-    from mapsearch.model.capacity import region_of
-
     w = enc.problem.workload
     access = w.tensor(tensor)
     j, out = _outside(enc, tensor, c)

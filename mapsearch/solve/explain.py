@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError
+from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.build import build
+from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.model.windows import split_windows
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints
 
 
 def explain_infeasible(p: Problem, constraints: Constraints, options: SolveOptions) -> InfeasibleError:
@@ -81,3 +81,14 @@ def _feasible_without_tile_limits(p: Problem, constraints: Constraints, options:
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = max(1.0, options.time_limit)
     return solver.solve(enc.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def with_core(e: InfeasibleError) -> InfeasibleError:
+    """The error, its message naming every requirement of the core."""
+    message = " ".join(str(e).split())
+    missing = [name for name in e.core if name not in message]
+    if missing or not e.core:
+        message += f" (conflicting requirements: {', '.join(e.core) if e.core else 'none isolated'})"
+    if isinstance(e, NoScheduleInFamily):
+        return NoScheduleInFamily(message, e.core, e.restrictions)
+    return InfeasibleError(message, e.core)

@@ -13,7 +13,7 @@ from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload

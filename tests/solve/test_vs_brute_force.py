@@ -33,7 +33,7 @@ from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 

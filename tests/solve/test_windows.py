@@ -188,7 +188,7 @@ def test_three_dimension_axis_is_a_named_restriction() -> None:
 def test_pruned_window_chains_keep_the_optimum() -> None:
     # A larger window than the brute force can take: the solver's optimum with pruned chains equals the
     # optimum over every (p, r) chain pair, enumerated here by fixing each pair's tiles as constraints.
-    from mapsearch.solve.constraints import Constraints, TileLimit
+    from mapsearch.spec.constraints import Constraints, TileLimit
 
     w = Workload.from_text("conv", "O[p] += I[p*2+r] * W[r]", {"p": 7, "r": 3})
     a = arch([None, 40, 8], costs=(2, 1))

@@ -124,6 +124,9 @@ def tile_chunks(schedule: Schedule, tables: PieceTables, level: int, chunk: int 
 def _expand(parent: np.ndarray, nch, first, order: list[int], chunk: int) -> Iterator[np.ndarray]:
     """Children of each parent tile, parents in order, children in ``order`` (outer -> inner)."""
     nd, n_par = parent.shape
+    if nd == 0:  # no dimensions (a single MAC of scalars): every tile is its parent's only child
+        yield parent
+        return
     cnt = np.stack([nch[k][parent[k]] for k in range(nd)])
     base = np.stack([first[k][parent[k]] for k in range(nd)])
     if n_par == 1 or bool((cnt == cnt[:, :1]).all()):
@@ -211,7 +214,10 @@ class _Counter:
         self.words += int(words.sum())
         self.largest = max(self.largest, int(words.max()))
         if self.is_output:
-            key = np.ravel_multi_index(tuple(at[k] for k in self.out_dims), self.radix)
+            if self.out_dims:
+                key = np.ravel_multi_index(tuple(at[k] for k in self.out_dims), self.radix)
+            else:  # a rank-0 output has one region, key 0 (ravel_multi_index cannot take zero axes)
+                key = np.zeros(len(idx), _I64)
             pos = np.arange(self.entries, self.entries + len(idx), dtype=_I64)
             np.minimum.at(self.first_entry, key, pos)
             seen_before = self.first_entry[key] < pos

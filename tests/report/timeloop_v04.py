@@ -28,16 +28,14 @@ class _Loader(yaml.SafeLoader):
     pass
 
 
-def _tagged(tag):
-    def construct(loader, node):
-        out = loader.construct_mapping(node, deep=True)
-        out["_tag"] = tag
-        return out
-    return construct
+def _tagged(loader, suffix, node):
+    """Any ``!Tag`` mapping (Timeloop's !Container/!Component, AccelForge's !Memory/!Storage/...) as a dict with ``_tag``."""
+    out = loader.construct_mapping(node, deep=True)
+    out["_tag"] = "!" + suffix
+    return out
 
 
-for _tag in ("!Container", "!Component", "!Hierarchical", "!Parallel"):
-    _Loader.add_constructor(_tag, _tagged(_tag))
+_Loader.add_multi_constructor("!", _tagged)
 
 
 def load(text: str) -> dict:

@@ -7,7 +7,7 @@
                     [--dram-rows off|tiebreak|before-words] [--max-dram-rows N] [--dram-layouts FILE.yaml]
                     [--density T=SPEC ...] [--format T=FMT ...] [--sparse-seed N] [--no-sparse-replay]
     mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
-    mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
+    mapsearch export SCHEDULE.json [--format loopnest|timeloop|accelforge|json] [-o FILE|DIR]
     mapsearch trace SCHEDULE.json [--format ramulator2|ramulator1|dramsim3] [-o FILE] [--layouts FILE.yaml]
                     [--dram PRESET] [--element-order ORDER] [--request-bytes N] [--json]
     mapsearch sweep SWEEP.yaml [--out DIR] [--workers N] [--scheduler tcp://HOST:PORT]
@@ -31,6 +31,7 @@ import json
 import logging
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Sequence
 
 from mapsearch import __version__
@@ -178,7 +179,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 # export
 # --------------------------------------------------------------------------
 
-EXPORT_FORMATS = ("loopnest", "timeloop", "json")
+EXPORT_FORMATS = ("loopnest", "timeloop", "accelforge", "json")
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -187,22 +188,42 @@ def _write_atomic(path: str, text: str) -> None:
     write_text_atomic(path, text)
 
 
+def _peer_texts(fmt: str, schedule, output: str | None) -> dict[str, str]:
+    """The peer files to write: one combined YAML (stdout or ``-o X.yaml``), or the three files of ``-o DIR``."""
+    if fmt == "timeloop":
+        from mapsearch.report.export_timeloop import timeloop_files as files, timeloop_yaml as combined
+    else:
+        from mapsearch.report.export_accelforge import accelforge_files as files, accelforge_yaml as combined
+    if output is None or output.endswith((".yaml", ".yml")):
+        return {output or "-": combined(schedule)}
+    return {str(Path(output) / name): text for name, text in files(schedule).items()}
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from mapsearch.schedule.json_io import dumps_schedule, load_schedule
 
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
     schedule = load_schedule(args.schedule)
+    if args.format in ("timeloop", "accelforge"):
+        texts = _peer_texts(args.format, schedule, args.output)  # every text first: nothing is written on an error
+        if "-" in texts:
+            sys.stdout.write(texts["-"])
+            return 0
+        for path in texts:
+            parent = Path(path).parent
+            if args.output and not args.output.endswith((".yaml", ".yml")) and not parent.is_dir():
+                try:
+                    parent.mkdir(parents=True)
+                except OSError as e:
+                    raise MapsearchError(f"{args.output}: cannot create the directory ({e.strerror})") from None
+        for path, text in texts.items():
+            _write_atomic(path, text)
+        return 0
     if args.format == "loopnest":
         from mapsearch.report.loopnest import loop_nest_code
 
         text = loop_nest_code(schedule)
-    elif args.format == "timeloop":
-        from mapsearch.report.timeloop import timeloop_mapping, timeloop_yaml
-
-        text = timeloop_yaml(schedule)
-        for warning in timeloop_mapping(schedule)["warnings"]:
-            print(f"mapsearch: warning: {warning}", file=sys.stderr)
     else:
         text = dumps_schedule(schedule)
     if args.output:
@@ -263,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(_preset_names()) + ")")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
+    solve.add_argument("--extent", metavar="NAME=N", action="append", default=[],
+                       help="a rank's extent for a TeAAL workload without a shape: line (repeatable; overrides shape:)")
     solve.add_argument(
         "--objective",
         metavar="OBJECTIVE",
@@ -346,16 +369,21 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export",
         parents=[common],
-        help="write a schedule as loop-nest pseudo-code, a Timeloop mapping or schedule JSON",
+        help="write a schedule as loop-nest pseudo-code, Timeloop or AccelForge input files, or schedule JSON",
         description="Export a schedule file: loopnest (Python-like pseudo-code with real bounds, loads and "
-        "stores), timeloop (a Timeloop v0.4 mapping YAML; remainder tiles are padded, with a warning) or json "
-        "(the schedule file itself, checked and rewritten).",
+        "stores), timeloop (Timeloop v0.4 problem, architecture and mapping: residual factors for remainder "
+        "tiles, spatial factors for splits; a schedule Timeloop cannot state exactly is refused), accelforge "
+        "(AccelForge architecture, workload and LoopTree mapping, buffers at their positions) or json (the "
+        "schedule file itself, checked and rewritten). For timeloop and accelforge, -o DIR writes the three "
+        "files into DIR, -o FILE.yaml (or stdout) one file with the three sections.",
     )
     export.add_argument("schedule", metavar="SCHEDULE.json", help="schedule file (as written by solve -o)")
     export.add_argument(
         "--format", metavar="FORMAT", default="loopnest", help="one of " + "|".join(EXPORT_FORMATS) + " (default loopnest)"
     )
-    export.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of to stdout")
+    export.add_argument("-o", "--output", metavar="FILE|DIR",
+                        help="write here (atomically) instead of to stdout; a DIR (no .yaml suffix) for timeloop and "
+                        "accelforge gets problem/arch/mapping (timeloop) or arch/workload/mapping (accelforge) .yaml")
     export.set_defaults(func=_cmd_export)
 
     from mapsearch.dram.cli_trace import add_parser as add_trace_parser

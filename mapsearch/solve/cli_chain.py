@@ -66,8 +66,8 @@ def is_chain_file(path: str | Path) -> bool:
     return isinstance(data, Mapping) and ("einsums" in data or isinstance(data.get("einsum"), Mapping))
 
 
-def load_chain(path: str | Path) -> tuple[WorkloadGraph, dict[str, str], Any]:
-    """``(graph, homes, teaal_spec or None)``."""
+def load_chain(path: str | Path, extents: Mapping[str, int] | None = None) -> tuple[WorkloadGraph, dict[str, str], Any]:
+    """``(graph, homes, teaal_spec or None)``; ``extents`` (from ``--extent``) only for a TeAAL file."""
     from mapsearch.spec.graph_load import graph_and_homes_from_dict
     from mapsearch.spec.load import read_yaml
 
@@ -75,10 +75,23 @@ def load_chain(path: str | Path) -> tuple[WorkloadGraph, dict[str, str], Any]:
     if isinstance(data, Mapping) and isinstance(data.get("einsum"), Mapping):
         from mapsearch.spec.teaal import teaal_from_dict
 
-        spec = teaal_from_dict(data, str(path))
+        spec = teaal_from_dict(data, str(path), extents)
         return spec.graph, {}, spec
+    if extents:
+        raise UsageError("--extent", "a TeAAL workload (a chain gives its extents in the file)", str(path))
     graph, homes = graph_and_homes_from_dict(data, str(path))
     return graph, homes, None
+
+
+def extents_from_args(args: argparse.Namespace) -> dict[str, int]:
+    """``--extent NAME=N`` (repeatable) as a dict; a malformed one is a one-line UsageError."""
+    out: dict[str, int] = {}
+    for text in getattr(args, "extent", None) or []:
+        name, sep, value = str(text).partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise UsageError("--extent", "NAME=N with N an int >= 1", text)
+        out[name.strip()] = int(value)
+    return out
 
 
 def _check_homes(homes: Mapping[str, str], arch: Architecture, source: str) -> None:
@@ -226,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("-c/--constraints", "no constraints file for a chain (this version); a TeAAL file carries "
                          "its own mapping", args.constraints)
     mode = _replay_mode(args)
-    graph, homes, spec = load_chain(args.workload)
+    graph, homes, spec = load_chain(args.workload, extents_from_args(args))
     arch, _ = resolve_architecture(args.architecture)
     _check_homes(homes, arch, str(args.workload))
     options = options_from_args(args, arch)

@@ -290,6 +290,8 @@ def run(args: argparse.Namespace) -> int:
         from mapsearch.solve import cli_chain
 
         return cli_chain.run(args)
+    if getattr(args, "extent", None):
+        raise UsageError("--extent", "a TeAAL workload (other workloads give their extents in the file)", args.workload)
     _objective(args)  # a bad objective fails before any file is read
     mode = _replay_mode(args)
     if flags:

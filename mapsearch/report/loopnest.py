@@ -125,8 +125,7 @@ def loop_nest_code(schedule: Schedule) -> str:
     block = {d: arch.compute.block_extent(d) for d in dims}
     op_vars = {d: names.new(d) for d in dims}
 
-    def slices(tensor: str, level: int) -> str:
-        tile = tile_at[level]
+    def slices(tensor: str, tile: dict[str, tuple[Lin, str | int]]) -> str:
         axes = []
         for ix in tensors[tensor].indices:
             lo, hi = Lin(), Lin()
@@ -138,7 +137,8 @@ def loop_nest_code(schedule: Schedule) -> str:
             axes.append(f"{lo.text()}:{hi.text()}")
         return f"{tensor}[{', '.join(axes)}]"
 
-    # Where each kept (tensor, level) moves.
+    # Where each kept (tensor, level) moves: inside the innermost loop outside its buffer that indexes it
+    # (at its level's loops by default; a placed buffer, cost-model.md "Buffer placement", elsewhere).
     moves: list[Move] = []
     for i in range(1, depth):
         for t in w.tensor_names:
@@ -146,8 +146,13 @@ def loop_nest_code(schedule: Schedule) -> str:
                 continue
             access = tensors[t]
             relevant = access.dims
-            # Per instance, the tile changes with the innermost temporal loop that indexes the tensor.
-            at = max((k for k, lp in enumerate(loops) if lp.level <= i and lp.dim in relevant and not lp.axis), default=-1)
+            j, outside_dims = s.buffer_anchor(t, i)
+            outside = [k for k, lp in enumerate(loops)
+                       if lp.level < j or (lp.level == j and (outside_dims is None or lp.dim in outside_dims))]
+            # Per instance, the tile changes with the innermost temporal loop outside the buffer that indexes it.
+            at = max((k for k in outside if loops[k].dim in relevant and not loops[k].axis), default=-1)
+            region = {d: tile_at[j][d] if j == 0 or outside_dims is None or d in outside_dims else tile_at[j - 1][d]
+                      for d in dims}
             # A buffer of an instance lives inside the spatial loops at or above its level (one per instance).
             # It can meet its own tile again when the loops outside its part come back to it, or after idling
             # in a remainder piece that has no part for it: it moves only when its tile differs (guarded).
@@ -155,12 +160,12 @@ def loop_nest_code(schedule: Schedule) -> str:
             kept = inside >= 0
             at = max(at, inside)
             # A window over two moving dims can land where it was: p*2+r after p steps and r wraps.
-            moving = {lp.dim for lp in loops if lp.level <= i}
+            moving = {loops[k].dim for k in outside}
             affine = any(sum(d in moving for d in ix.dims) > 1 for ix in access.indices)
             repeat = may_repeat(loops, at, relevant)
             why = ("a convolution window can land where it was" if affine else "a one-trip remainder piece repeats it"
                    if repeat else "each instance keeps its tile while it idles or the loops outside its part move")
-            mv = Move(t, i, at, affine or repeat or kept, slices(t, i), why)
+            mv = Move(t, i, at, affine or repeat or kept, slices(t, region), why)
             mine = [part_index(lp) for lp in loops if lp.axis and lp.level <= i]  # the instance this buffer belongs to
             if mv.guarded and mine:
                 mv.instance = "(" + ", ".join(mine) + ("," if len(mine) == 1 else "") + ")"

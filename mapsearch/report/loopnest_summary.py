@@ -26,6 +26,9 @@ def loop_nest_lines(s: Schedule) -> list[str]:
     homes = f"; home of {', '.join(homes_at[0])}" if homes_at[0] else ""
     lines.append(f"{top.level}: the whole space {whole}{homes}")
     indent = "  "
+    placed = _placed_buffers(s)
+    loops = 0
+    lines += [f"{indent}{text}" for text in placed.get(0, ())]
     for i in range(1, arch.depth):
         lv, parent = s.levels[i], s.levels[i - 1].tile_extents
         split = {sp.dim: sp for sp in lv.spatial}
@@ -36,8 +39,11 @@ def loop_nest_lines(s: Schedule) -> list[str]:
             t, p = lv.tile_extent(d), split[d].part if d in split else parent[d]
             lines.append(f"{indent}for {d} in [0, {p}) step {t}   # {lv.level}: {trips_note(p, t)}")
             indent += "  "
+            loops += 1
+            lines += [f"{indent}{text}" for text in placed.get(loops, ())]
         tile = " ".join(f"{d}={e}" for d, e in lv.tile)
-        kept = sorted(t for t in w.tensor_names if s.keeps(t, i))
+        kept = sorted(t if dict(lv.positions).get(t, i * len(w.dims)) == i * len(w.dims) else f"{t} (placed above)"
+                      for t in w.tensor_names if s.keeps(t, i))
         bypass = sorted(t for t in w.tensor_names if i > s.home(t) and not s.keeps(t, i))
         parts = [f"tile {tile}", f"keeps {', '.join(kept) if kept else 'nothing'}"]
         if bypass:
@@ -47,6 +53,18 @@ def loop_nest_lines(s: Schedule) -> list[str]:
         lines.append(f"{indent}{lv.level}: {'; '.join(parts)}")
     lines.append(f"{indent}  op: {_op_text(s)}, {format_exact(arch.compute.clocks_per_call)} clock(s) per call")
     return lines
+
+
+def _placed_buffers(s: Schedule) -> dict[int, list[str]]:
+    """Nest position -> lines naming the buffers placed there, away from their level's default."""
+    D = len(s.workload.dims)
+    out: dict[int, list[str]] = {}
+    for i, lv in enumerate(s.levels):
+        for t, p in lv.positions:
+            if p != i * D:
+                holds = "the whole tensor" if p == 0 else "its part of the loops inside"
+                out.setdefault(p, []).append(f"[{lv.level} buffer of {t} sits here: holds {holds}]")
+    return out
 
 
 def _op_text(s: Schedule) -> str:

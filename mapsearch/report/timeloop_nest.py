@@ -156,8 +156,8 @@ def _refuse_what_timeloop_cannot_hold(s: Schedule) -> None:
         placed = [f"{t} at {lm.level}" for i, lm in enumerate(s.levels) for t, p in lm.positions
                   if p != i * len(w.dims)]
         raise MapsearchError(f"the Timeloop export: buffers placed away from their level's tile ({', '.join(placed)}): "
-                             "Timeloop keeps a tensor's tile at its level's boundary; export it as AccelForge or "
-                             "loopnest instead")
+                             "Timeloop keeps a tensor's tile at its level's boundary; solve with --no-placement for a "
+                             "schedule it can state, or export this one as accelforge")
     below = [f"{t} at {arch.levels[s.home(t)].name}" for t in w.tensor_names if s.home(t) != 0]
     if below:
         raise MapsearchError(f"the Timeloop export: homes below the top ({', '.join(below)}): Timeloop's outermost "

@@ -99,6 +99,16 @@ def test_placed_buffers_are_storage_nodes_at_their_positions():
                             "Tm1", "Tn1", "Tk1", "compute"]
 
 
+def test_solved_placed_schedule_tree():
+    # solve's optimum for 8x8x8 with L1 48 and L0 12 words (the contract's placement example, 704 words):
+    # Nest: L1 loops n4, m2, k1 (positions 1-3), L0 loops m, k (one trip), n1 (position 6).
+    # B's L1 buffer at 1 (inside n), Z's L0 buffer at 2 (inside m), A's L0 buffer at 4, written above
+    # L0's one-trip m loop; B's L0 buffer at its default 6.
+    s = load_schedule(EXAMPLES / "placed-8x8x8.schedule.json")
+    assert [dict(lm.positions) for lm in s.levels] == [{}, {"B": 1}, {"A": 4, "Z": 2}]
+    assert tree(s) == ["L2:A,B,Z", "Tn4", "L1:B", "Tm2", "L0:Z", "Tk1", "L0:A", "Tn1", "L0:B", "Tm1", "compute"]
+
+
 def test_rank0_tensors_are_refused():
     w = Workload.from_text("dot", "Z[] += A[k] * B[k]", {"k": 4})
     a = Architecture("t", (Level("L1", None), Level("L0", 10, Link())), Compute((), Fraction(1)))
@@ -107,7 +117,8 @@ def test_rank0_tensors_are_refused():
 
 
 AGREE = ["worked-example-mnk.schedule.json", "worked-example-mkn.schedule.json", "matmul-97x193x61.schedule.json",
-         "array-4x4-matmul.schedule.json", "array/matmul-128x96x64.schedule.json", "array/matmul-100x37x61-glb16.schedule.json"]
+         "placed-8x8x8.schedule.json", "array-4x4-matmul.schedule.json", "array/matmul-128x96x64.schedule.json",
+         "array/matmul-100x37x61-glb16.schedule.json"]
 
 
 @pytest.mark.skipif(not os.environ.get("MAPSEARCH_ACCELFORGE_PYTHON"), reason="set MAPSEARCH_ACCELFORGE_PYTHON to a Python with accelforge")
@@ -117,4 +128,4 @@ def test_accelforge_counts_the_replays_words():
                            "--accelforge-python", os.environ["MAPSEARCH_ACCELFORGE_PYTHON"]],
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "DIFFERS" not in done.stdout and done.stdout.count(" ok") == 2 * 3 + 4 * 6  # every (link, tensor) of the six schedules
+    assert "DIFFERS" not in done.stdout and done.stdout.count(" ok") == 2 * 3 + 5 * 6  # every (link, tensor) of the seven schedules

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mapsearch.characterize.graph import lower_all
+from mapsearch.characterize.fusion import lower_all
 
 pytest.importorskip("onnx")
 from mapsearch.characterize.onnx_import import load_onnx  # noqa: E402

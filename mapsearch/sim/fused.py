@@ -368,7 +368,7 @@ class _FusedEvents:
 # ---------------------------------------------------------------- count
 def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
     from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
-    from mapsearch.sim.walk import _Counter, chunk_calls, route
+    from mapsearch.sim.counting import _Counter, chunk_calls, route
 
     _check(fs)
     chunk = CHUNK if chunk is None else chunk

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mapsearch.model.chains_pieces import level_pieces
 from mapsearch.model.footprints import Footprint, footprint_values, is_positional
 from mapsearch.model.spatial_chains import spatial_quantities
 
@@ -71,6 +72,23 @@ class DimChains:
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
+
+    def take(self, idx: np.ndarray) -> "DimChains":
+        """The chains of rows ``idx`` (same space, fewer survivors)."""
+        from dataclasses import replace
+
+        fl = self.flavoured
+        return replace(
+            self, tiles=self.tiles[idx], counts=self.counts[idx], calls=self.calls[idx],
+            sums={f: v[idx] for f, v in self.sums.items()},
+            small={f: {k: v[idx] for k, v in d.items()} for f, d in self.small.items()},
+            parts=None if self.parts is None else self.parts[idx],
+            factors=None if self.factors is None else self.factors[idx],
+            flavoured=None if not fl else {
+                name: {"counts": v["counts"][idx], "calls": v["calls"][idx],
+                       "sums": {f: a[idx] for f, a in v["sums"].items()},
+                       "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
+                for name, v in fl.items()})
 
 
 def candidate_values(extent: int, family: str) -> np.ndarray:
@@ -156,6 +174,7 @@ def enumerate_chains(
     pinned: bool = False,
     spatial_level: int | None = None,
     max_factor: int = 1,
+    window: bool = False,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
@@ -164,7 +183,12 @@ def enumerate_chains(
     convolution axis, see :mod:`mapsearch.model.problem`). With
     ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
     the level-``(s-1)`` tile into equal parts across instances
-    (:func:`mapsearch.model.spatial_chains.spatial_quantities`).
+    (:func:`mapsearch.model.spatial_chains.spatial_quantities`). ``window``:
+    the dimension is one of a split filter window (model/windows.py), whose
+    coincidences read the chains' advance and context types; pruning then
+    also compares those (so it stays exact) and does not drop chains on
+    stillness (a window's still factor is not monotone in one chain's still
+    sums).
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
@@ -183,6 +207,10 @@ def enumerate_chains(
             raise ValueError("positional footprints are not summed below a spatial split")
         q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
+    if window:
+        from mapsearch.model.window_types import window_signature
+
+        q["window"] = window_signature(extent, tiles)
     return _prune(q, raw, reduced, label)
 
 
@@ -196,19 +224,8 @@ def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimC
 
 
 def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
-    rows, depth = tiles.shape
-    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[(np.full(rows, extent), np.ones(rows, dtype=np.int64))]]
-    for j in range(depth):
-        t = tiles[:, j]
-        full_count = np.zeros(rows, dtype=np.int64)
-        level = []
-        for size, count in pieces[-1]:
-            full = size // t
-            rem = size - full * t
-            full_count += count * full
-            level.append((rem, count * (rem > 0)))
-        pieces.append([(t, full_count)] + level)
-
+    pieces = level_pieces(extent, tiles)
+    depth = tiles.shape[1]
     f_of = footprint_values
 
     counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
@@ -294,6 +311,8 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
                 for f in sorted(q["small"]) if q["small"][f]]
     columns.append(q["calls"][:, None])
+    if q.get("window") is not None:
+        columns.append(q["window"])
     if q.get("flavoured"):
         columns.append(q["factors"][:, None])
         for view in (q["flavoured"]["rep"], q["flavoured"]["sum"]):
@@ -324,7 +343,7 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    idx = _dominate_by_stillness(q, order[keep])
+    idx = order[keep] if q.get("window") is not None else _dominate_by_stillness(q, order[keep])
     return DimChains(
         extent=q["extent"],
         depth=depth,

@@ -368,7 +368,7 @@ class _FusedEvents:
 # ---------------------------------------------------------------- count
 def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
     from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
-    from mapsearch.sim.counting import _Counter, chunk_calls, route
+    from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
 
     _check(fs)
     chunk = CHUNK if chunk is None else chunk
@@ -409,7 +409,7 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
             anc[i] = per
         radix_f = tuple(tables.count(f, k) for k in range(nd))
         for i in range(depth):
-            counters = {t: _Counter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
+            counters = {t: BufferCounter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
             calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(nd)] if i == inner else None
             if not counters and calls_per_piece is None:
                 continue
@@ -459,7 +459,7 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
 
 
 def _feed(c, pid: np.ndarray, start: np.ndarray | None) -> None:
-    """``_Counter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
+    """``BufferCounter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
     if start is None:
         c.feed(pid)
         return

@@ -8,9 +8,9 @@ the piece of the innermost loop over that dimension outside ``p``. With
 the level-``j`` tile stream, reading the level-``j`` piece of the dimensions
 of those ``k`` loops and the level-``(j-1)`` piece (the parent) of the
 others. ``p = 0`` holds the whole tensor. The walk feeds each buffer the
-tile stream of its level ``j`` (:func:`mapsearch.sim.pieces.tile_chunks`) with
+tile stream of its level ``j`` (:func:`mapsearch.sim.walk.tile_chunks`) with
 the parent pieces substituted and counts region changes along it exactly as
-for a default buffer (:class:`mapsearch.sim.counting._Counter`): loads on every
+for a default buffer (:class:`mapsearch.sim.walk._Counter`): loads on every
 entry, output stores on every entry, partial-sum reloads on entries into a
 region held before. No closed form is used.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.sim.counting import _Counter, chunk_calls, route
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
 from mapsearch.sim.pieces import CHUNK, PieceTables, check_capacity, piece_tables, tile_chunks
 
 _I64 = np.int64
@@ -72,7 +72,7 @@ def buffer_pieces(tables: PieceTables, stream: int, outside: frozenset[str] | No
                         tuple(tables.count(level[k], k) for k in range(len(dims))))
 
 
-class _PlacedCounter(_Counter):
+class _PlacedCounter(BufferCounter):
     """A buffer whose region reads, per dimension, either its stream level's piece or the parent's."""
 
     def __init__(self, schedule: Schedule, tables: PieceTables, tensor: str, stream: int,

@@ -47,7 +47,7 @@ import numpy as np
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
-from mapsearch.sim.counting import _Counter, chunk_calls, route
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
 from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
 from mapsearch.sim.placed import count_placed
 from mapsearch.sim.spatial import compute_instances, has_splits
@@ -89,7 +89,7 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     occupancy = []
     op_calls = 0
     for i in range(depth):
-        counters = {t: _Counter(schedule, tables, t, i) for t in names if schedule.keeps(t, i)}
+        counters = {t: BufferCounter(schedule, tables, t, i) for t in names if schedule.keeps(t, i)}
         calls_per_piece = None
         if i == inner:
             calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(len(block))]

@@ -8,15 +8,15 @@ hold together (``sufficient_assumptions_for_infeasibility``).
 
 from __future__ import annotations
 
-import math
 
 from ortools.sat.python import cp_model
 
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.build import build
-from mapsearch.model.problem import Problem, footprint, pinned_dims
-from mapsearch.spec.constraints import Constraints
 from mapsearch.model.options import SolveOptions
+from mapsearch.model.problem import Problem
+from mapsearch.model.windows import split_windows
+from mapsearch.spec.constraints import Constraints
 
 
 def explain_infeasible(p: Problem, constraints: Constraints, options: SolveOptions) -> InfeasibleError:
@@ -48,13 +48,11 @@ def _detail(p: Problem, guard: str) -> str:
     i = arch.index(name)
     need = home_words_of(p, i)
     parts = []
-    pinned = pinned_dims(w)
+    _, pinned, _ = split_windows(p, frozenset(), None)
     for t in w.tensor_names:
         if p.home(t) < i and i == arch.depth - 1:
-            access = w.tensor(t)
-            # The smallest tile: extent 1 along every dim, but filter dims are held whole.
-            smallest = math.prod(footprint(access, d, w)[0] * (w.extent[d] if d in pinned else 1)
-                                 + footprint(access, d, w)[1] for d in w.dims if d in access.dims)
+            # The smallest tile: extent 1 along every dim, but dims held whole (pinned) stay whole.
+            smallest = w.tensor(t).words({d: w.extent[d] if d in pinned else 1 for d in w.dims})
             parts.append(f"{t} {smallest}")
             need += smallest
     homes = home_words_of(p, i)

@@ -1,12 +1,10 @@
-"""Counting region changes along a tile stream: what the counting walks share.
+"""Counting one buffer's words along a tile stream: the count walks' common piece.
 
-:class:`_Counter` follows one buffer (a tensor kept at a level) along the
-chunks of its tile stream and counts its entries (a step whose region differs
-from the previous step's), the words they load or store, and for outputs the
-partial-sum reloads (entries into a region entered before). :func:`route`
-puts those words on every link between the buffer and its source;
-:func:`chunk_calls` counts the op calls of a chunk of innermost tiles. Used by
-:mod:`mapsearch.sim.walk`, :mod:`mapsearch.sim.placed` and :mod:`mapsearch.sim.fused`.
+A :class:`BufferCounter` is fed chunks of piece ids in execution order and
+counts the entries into new regions (loads, or stores of an output), their
+words, the partial-sum reloads of outputs and the largest region; nothing
+here is a formula, only region changes along the visited sequence
+(mapsearch/sim/walk.py, placed.py and fused.py read it).
 """
 
 from __future__ import annotations
@@ -18,12 +16,10 @@ import numpy as np
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.pieces import PieceTables
 
-__all__ = ["chunk_calls", "route"]
-
 _I64 = np.int64
 
 
-class _Counter:
+class BufferCounter:
     """Entries, words and (outputs) partial-sum reloads of one tensor kept at one level."""
 
     def __init__(self, schedule: Schedule, tables: PieceTables, tensor: str, level: int):

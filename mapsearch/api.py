@@ -21,7 +21,7 @@ sub-packages; every other name below is also on the package
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union, overload
+from typing import Any, Mapping, Union, overload
 
 from mapsearch.characterize.graph import Model
 from mapsearch.characterize.models import builtin_names as model_names, load_model
@@ -275,10 +275,3 @@ def report(result: SolveResult) -> str:
 def compare(predicted: Figures, replayed: Figures | ReplayResult) -> list[tuple[str, object, object]]:
     """``(field, predicted, replayed)`` for every figure that differs; empty when the replay agrees."""
     return differences(predicted, replayed.figures if isinstance(replayed, ReplayResult) else replayed)
-
-
-# ``sweep`` (mapsearch.sweep.session.run_sweep_file) and ``characterize``
-# (mapsearch.characterize.session.characterize) are imported above as they are.
-SweepSource = Union[str, Path, Mapping[str, Any]]
-ModelSource = Union[str, Path, Model]
-ProfileSources = Sequence[Union[str, Path, Profile]]

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any, Mapping, Union
 
 from mapsearch.dram.layout import LayoutSpec, layout_specs
-from mapsearch.errors import InfeasibleError, ReplayMismatch, SolverTimeout, SpecError, UsageError
+from mapsearch.errors import InfeasibleError, ReplayMismatch, ScheduleError, SolverTimeout, SpecError, UsageError
 from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.model.problem import Problem
-from mapsearch.schedule.figures import differences
+from mapsearch.schedule.figures import Figures, differences
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import MODES, replay
 from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
 from mapsearch.solve.chain_replay import replay_checks
@@ -50,7 +51,7 @@ from mapsearch.spec.tree_nodes import Tree
 from mapsearch.spec.tree_paths import flatten
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
-__all__ = ["Number", "solve_options", "solve_inputs", "solve", "solve_chain", "replay_result"]
+__all__ = ["Number", "solve_options", "solve_inputs", "solve", "solve_chain", "replay_result", "predicted_figures"]
 
 Number = Union[int, float, Fraction, str]  # an exact number: 2, 0.25, Fraction(1, 3) or '1/3'
 
@@ -149,17 +150,19 @@ def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str |
                        option: str) -> SolveOptions:
     """Fixed DRAM layouts: LayoutSpecs as they are, layout dicts read against ``workload``."""
     source = "dram_layouts"
+    raw: Any = layouts
     if isinstance(layouts, (str, Path)):
         source = str(layouts)
         data = read_yaml(layouts)
-        layouts = data.get("layouts") if isinstance(data, dict) else data
-    if layouts and not all(isinstance(v, LayoutSpec) for v in dict(layouts).values()):
+        raw = data.get("layouts") if isinstance(data, dict) else data
+    specs: Any = dict(raw) if isinstance(raw, Mapping) else raw  # not a mapping: layout_specs says so in one line
+    if specs and (not isinstance(specs, Mapping) or not all(isinstance(v, LayoutSpec) for v in specs.values())):
         if workload is None:
-            raise UsageError(option, "layout specs, or a workload to read layout dicts against", layouts)
-        layouts = layout_specs(workload, layouts, source)
+            raise UsageError(option, "layout specs, or a workload to read layout dicts against", specs)
+        specs = layout_specs(workload, specs, source)  # a bad entry: one line naming the file and field
     if options.dram_rows == "off" and options.max_dram_rows is None:
         options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
-    return replace(options, dram_layouts=tuple(dict(layouts or {}).items()))
+    return replace(options, dram_layouts=tuple(dict(specs or {}).items()))
 
 
 def _check_mode(replay_mode: str | None) -> None:
@@ -174,7 +177,7 @@ def replay_result(result: SolveResult, mode: str, strict: bool = True) -> SolveR
     :class:`~mapsearch.errors.ReplayMismatch` naming the first field.
     """
     replayed = replay(result.schedule, mode=mode)
-    mismatches = tuple(differences(result.schedule.predicted, replayed.figures))
+    mismatches = tuple(differences(predicted_figures(result.schedule), replayed.figures))
     result = replace(result, replayed=replayed, mismatches=mismatches)
     if strict and mismatches:
         field, predicted, got = mismatches[0]
@@ -184,26 +187,33 @@ def replay_result(result: SolveResult, mode: str, strict: bool = True) -> SolveR
     return result
 
 
-def _one_einsum(source: WorkloadSource) -> LoadedWorkload:
+def predicted_figures(schedule: Schedule) -> Figures:
+    """The schedule's predicted figures; a solved schedule always has them."""
+    if schedule.predicted is None:
+        raise ScheduleError("the solver returned a schedule without predicted figures; nothing to check the replay against")
+    return schedule.predicted
+
+
+def _one_einsum(source: WorkloadSource) -> tuple[Workload, LoadedWorkload]:
     loaded = workload_of(source)
-    if loaded.is_chain:
+    if not isinstance(loaded.workload, Workload):
         raise UsageError("workload", "one einsum (a chain is solved by solve_chain)", loaded.workload.name)
-    return loaded
+    return loaded.workload, loaded
 
 
 def solve_inputs(workload: WorkloadSource, architecture: ArchitectureSource, constraints: ConstraintsSource = None,
                  homes: Mapping[str, str] | None = None) -> tuple[Workload, Architecture, dict[str, str], Constraints]:
     """One einsum, one architecture path, the homes (the file's, then ``homes``) and constraints, checked together."""
-    loaded = _one_einsum(workload)
+    w, loaded = _one_einsum(workload)
     arch = architecture_of(architecture)
     if isinstance(arch, Tree):
         raise UsageError("architecture", "one compute path (solve takes a tree with several)", arch.name)
     all_homes = {**loaded.homes, **dict(homes or {})}
-    check_homes(all_homes, loaded.workload, arch, loaded.source)
+    check_homes(all_homes, w, arch, loaded.source)
     c = constraints_of(constraints)
     if constraints is not None:
-        check_constraints(c, loaded.workload, arch, _source_name(constraints, "constraints"))
-    return loaded.workload, arch, all_homes, c
+        check_constraints(c, w, arch, _source_name(constraints, "constraints"))
+    return w, arch, all_homes, c
 
 
 def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraints: ConstraintsSource = None, *,
@@ -223,9 +233,9 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     arch = architecture_of(architecture)
     try:
         if isinstance(arch, Tree):
-            loaded = _one_einsum(workload)
+            w, loaded = _one_einsum(workload)
             extra = constraints_of(constraints) if constraints is not None else None
-            _, result, outcomes = solve_tree(arch, loaded.workload, {**loaded.homes, **dict(homes or {})}, options, extra)
+            _, result, outcomes = solve_tree(arch, w, {**loaded.homes, **dict(homes or {})}, options, extra)
             result = replace(result, paths=outcomes)
         else:
             w, arch, all_homes, c = solve_inputs(workload, arch, constraints, homes)

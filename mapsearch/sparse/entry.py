@@ -20,7 +20,7 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
-from mapsearch.solve.entry import solve_inputs
+from mapsearch.solve.entry import predicted_figures, solve_inputs
 from mapsearch.sparse.density_text import Density, all_exact, parse_density, parse_format
 from mapsearch.sparse.density import sample_inputs
 from mapsearch.sparse.format import Format
@@ -72,13 +72,14 @@ def solve_sparse(workload: WorkloadSource, architecture: ArchitectureSource,
     result = solve_sparse_problem(Problem(w, arch, tuple(all_homes.items())), {t: d for t, d in dens.items() if t != out},
                                   fmts, c, options or SolveOptions(), output_density=dens.get(out))
     dense = replay(result.schedule, mode=replay_mode)
-    result = replace(result, replayed=dense, dense_mismatches=tuple(differences(result.schedule.predicted, dense.figures)))
+    result = replace(result, replayed=dense,
+                     dense_mismatches=tuple(differences(predicted_figures(result.schedule), dense.figures)))
     if sample_seed is not None:
         if sample_seed < 0:
             raise UsageError("sample_seed", "an int >= 0", sample_seed)
         tensors = sample_inputs(w, dens, sample_seed)
         sampled = replay_sparse(result.schedule, tensors, fmts)
-        mismatches = ()
+        mismatches: tuple[tuple[str, float, int], ...] = ()
         if all_exact(w, dens):
             # An output density is an assumption; the replay counts the result's real pattern.
             mismatches = tuple(m for m in sparse_mismatches(result, sampled) if out not in dens or f" {out} " not in m[0])

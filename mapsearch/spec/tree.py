@@ -44,7 +44,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 import yaml
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout, SpecError
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
+from mapsearch.spec.load import construct_int
 from mapsearch.spec.set_expr import SetExpr, SetExprError, SetExprSyntaxError, evaluate, parse_set_expr, union_terms
 from mapsearch.spec.workload import Workload
 
@@ -211,6 +213,7 @@ def _unknown_tag(loader: _TreeLoader, suffix: str, node: yaml.Node) -> Any:
 
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_TreeLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
 for _tag in TAGS:
     _TreeLoader.add_constructor(_tag, _construct_tagged)
 _TreeLoader.add_multi_constructor("!", _unknown_tag)
@@ -222,7 +225,7 @@ def _parse_yaml(text: str, source: str) -> Any:
     loader = _TreeLoader(text)
     loader.source = source
     try:
-        return loader.get_single_data()
+        data = loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "syntax error"
@@ -230,8 +233,14 @@ def _parse_yaml(text: str, source: str) -> Any:
         raise TreeError(where, f"malformed YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise TreeError(Where(source, 1, 1), f"malformed YAML: {e}") from None
+    except RecursionError:
+        raise TreeError(Where(source, 1, 1), f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
     finally:
         loader.dispose()
+    deep = limits.depth_error(data)
+    if deep is not None:
+        raise TreeError(Where(source, 1, 1), deep)
+    return data
 
 
 # --------------------------------------------------------------------------
@@ -423,15 +432,20 @@ class _Builder:
             raise TreeError(where, f"expected a number > 0 (int, decimal or 'a/b'), got {_short(value)}") from None
         if x <= 0:
             raise TreeError(where, f"expected a number > 0 (int, decimal or 'a/b'), got {_short(value)}")
+        _guard(limits.exact_error(x), where)
         return x
 
     def size(self, value: Any, where: Where) -> int | None:
         if value is None or (isinstance(value, float) and math.isinf(value) and value > 0) or value in ("inf", "unbounded"):
             return None
         if isinstance(value, str) and _PRODUCT.match(value):
-            value = math.prod(int(p) for p in value.split("*"))
+            try:
+                value = math.prod(int(p) for p in value.split("*"))
+            except ValueError:  # a factor of more digits than Python converts
+                raise TreeError(where, f"expected words: a product of ints, got {_short(value)}") from None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TreeError(where, f"expected words: int > 0 (or a product such as 64*1024), or inf, got {_short(value)}")
+        _guard(limits.capacity_error(value), where)
         return value
 
     def link(self, fields: Mapping[str, tuple[Any, Where, _MDict, str]]) -> Link | None:
@@ -530,6 +544,7 @@ class _Builder:
             fanout = item.get("fanout")
             if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 1:
                 raise TreeError(self.value_at(item, "fanout", _join(f, "fanout")), f"expected fanout: int >= 1, got {_short(fanout)}")
+            _guard(limits.instances_error(fanout, name), self.value_at(item, "fanout", _join(f, "fanout")))
             may = self.rule(item, "may_reuse", f, "All")
             must = self.rule(item, "must_reuse", f, "Nothing")
             axes.append(SpatialAxis(name, fanout, may, must, at))
@@ -571,6 +586,7 @@ class _Builder:
                     raise TreeError(at, f"expected a dimension name (letters, digits, _), got {_short(d)}")
                 if isinstance(b, bool) or not isinstance(b, int) or b < 1:
                     raise TreeError(self.value_at(blk, d, _join(at.field, d)), f"expected int >= 1, got {_short(b)}")
+                _guard(limits.extent_error(b), self.value_at(blk, d, _join(at.field, d)))
                 pairs.append((d, b))
             block = tuple(pairs)
         clocks = self.number(*fields["clocks_per_call"][:2]) if "clocks_per_call" in fields else Fraction(1)
@@ -593,6 +609,12 @@ class _Builder:
         return HierarchicalNode(self.children(data, field, where, "!Hierarchical"), replace(where, field=field))
 
 
+def _guard(problem: str | None, where: Where) -> None:
+    """A size guard's complaint (:mod:`mapsearch.spec.limits`), if any, as a TreeError at ``where``."""
+    if problem is not None:
+        raise TreeError(where, problem)
+
+
 def _join(field: str, key: object) -> str:
     return f"{field}.{key}" if field else str(key)
 
@@ -602,6 +624,8 @@ def _short(value: object, limit: int = 60) -> str:
         return value.tag
     if isinstance(value, (_MDict, _MList)):
         value = type(value).__mro__[1](value)
+    if isinstance(value, int):
+        return limits.describe(value, limit)
     text = repr(value).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -815,6 +839,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
         stages = []
         mesh = tuple(_mesh_axis(a) for a in n.spatial)
         instances = math.prod(a.size for a in mesh)
+        _guard(limits.instances_error(instances), n.where)
         levels.append(Level(n.name, n.size, link, instances, mesh))
         if n.keep or n.may_keep or n.bypass:
             keep_rules.append(KeepRule(n.name, n.keep, n.may_keep, n.bypass))
@@ -988,7 +1013,7 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     rules; a path lacking a level they name is skipped.
     """
     from mapsearch.model.problem import Problem, UnsupportedProblem
-    from mapsearch.solve.constraints import Constraints, check_constraints
+    from mapsearch.solve.constraints import Constraints
     from mapsearch.solve.options import SolveOptions
     from mapsearch.solve.run import solve
 
@@ -1000,25 +1025,18 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     outcomes: list[PathOutcome] = []
     for path, arch in bound:
         try:
-            rules = path_constraints(path, workload, homes)
+            merged = path_rules(path, arch, workload, homes, extra)
         except UnusablePath as e:
             outcomes.append(PathOutcome(path.compute_name, arch, skipped=str(e)))
             continue
-        merged = replace(extra, name=extra.name or rules.name, keep=rules.keep + extra.keep)
-        try:
-            check_constraints(merged, workload, arch, "constraints")
         except SpecError as e:
             outcomes.append(PathOutcome(path.compute_name, arch, skipped=f"constraints do not fit this path: {e}"))
             continue
         problem = Problem(workload, arch, tuple(sorted(homes.items())))
         try:
             result = solve(problem, merged, options)
-        except UnsupportedProblem as e:
-            reason = f"not supported by the solver yet: {e}"
-        except InfeasibleError as e:
-            reason = f"infeasible: {e}"
-        except SolverTimeout as e:
-            reason = f"timed out: {e}"
+        except (UnsupportedProblem, InfeasibleError, SolverTimeout) as e:
+            reason = _skip_reason(e)
         else:
             log.info("path %s: %s, %s", path.compute_name, result.status, _rank(result, options.objective))
             outcomes.append(PathOutcome(path.compute_name, arch, result=result))
@@ -1031,3 +1049,30 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
         raise NoUsablePath(f"{tree.source}: no path of {tree.name!r} could be solved ({reasons})")
     best = min(solved, key=lambda o: _rank(o.result, options.objective))  # min keeps the first of equals
     return best.compute_name, best.result, tuple(outcomes)
+
+
+def path_rules(path: FlatPath, arch: Architecture, workload: Workload, homes: Mapping[str, str],
+               extra: "Constraints") -> "Constraints":
+    """The path's ``tensors`` rules (:func:`path_constraints`) and ``extra`` constraints, checked against ``arch``.
+
+    Raises :class:`UnusablePath` when the rules contradict the homes and a
+    SpecError when the constraints name what the path lacks.
+    """
+    from mapsearch.solve.constraints import check_constraints
+
+    rules = path_constraints(path, workload, homes)
+    merged = replace(extra, name=extra.name or rules.name, keep=rules.keep + extra.keep)
+    check_constraints(merged, workload, arch, "constraints")
+    return merged
+
+
+def _skip_reason(e: Exception) -> str:
+    """Why a path was skipped, from the error that ended its solve."""
+    from mapsearch.model.problem import UnsupportedProblem
+
+    if isinstance(e, UnsupportedProblem):
+        return f"not supported by the solver yet: {e}"
+    if isinstance(e, InfeasibleError):
+        return f"infeasible: {e}"
+    return f"timed out: {e}"
+

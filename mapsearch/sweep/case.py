@@ -22,10 +22,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES"]
+__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES", "INTERRUPTED"]
 
 OK_STATUSES = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 FAILED_STATUSES = ("INFEASIBLE", "TIMEOUT", "MISMATCH", "ERROR")
+# A case that was running when the sweep was interrupted: recorded, but not a result; every rerun solves it.
+INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)

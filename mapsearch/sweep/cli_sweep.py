@@ -12,10 +12,13 @@ report); 2 bad input; 130 interrupted (what finished is stored; rerun to go on).
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from mapsearch.errors import MapsearchError
 
@@ -52,12 +55,73 @@ def _progress_printer(total: int, quiet: bool) -> tuple[Callable[[Any], None] | 
     return plain, lambda: None
 
 
+def check_scheduler(address: str | None) -> None:
+    """A Dask scheduler address must read as ``PROTOCOL://HOST:PORT`` (checked before anything is written)."""
+    if address is not None and not _ADDRESS.match(address):
+        raise MapsearchError(f"--scheduler: expected an address such as tcp://HOST:PORT, got {address!r}")
+
+
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}$")
+
+
+def check_out_directory(out: Path, option: str) -> None:
+    """``out`` must be, or be creatable as, a directory: not a file, not below one."""
+    if out.exists() and not out.is_dir():
+        raise MapsearchError(f"{option}: expected a directory, got a file: {out}")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise MapsearchError(f"{option}: {out} is below {parent}, which is a file, not a directory")
+            break
+
+
+@contextmanager
+def results_directory(out: Path, option: str) -> Iterator[Any]:
+    """The :class:`ResultStore` of ``out``, held by this process alone (:mod:`mapsearch.sweep.lock`).
+
+    If this run created the directory or its database and ends in an error
+    before any case is stored, they are removed again: a failed command
+    leaves nothing behind.
+    """
+    from mapsearch.sweep.lock import LOCK_NAME, DirectoryLock
+    from mapsearch.sweep.store import DB_NAME, ResultStore
+
+    check_out_directory(out, option)
+    made = [p for p in (out, out / DB_NAME, out / LOCK_NAME) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MapsearchError(f"{option}: cannot create {out}: {e.strerror or e}") from None
+    lock = DirectoryLock(out)
+    lock.acquire()  # a busy directory is left as it is: it is the other process's
+    store = None
+    try:
+        store = ResultStore(out / DB_NAME)
+        yield store
+    except BaseException:
+        if store is None or not store.statuses():  # nothing stored: remove what this run made
+            if store is not None:
+                store.close()
+                store = None
+            if out in made:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                for path in made + ([out / f"{DB_NAME}-wal", out / f"{DB_NAME}-shm"] if out / DB_NAME in made else []):
+                    path.unlink(missing_ok=True)
+        raise
+    finally:
+        if store is not None:
+            store.close()
+        lock.release()
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch sweep``; returns the exit code (bad input raises :class:`MapsearchError`)."""
+    from mapsearch.sweep.case import INTERRUPTED
     from mapsearch.sweep.export import export, result_rows, summary_text
     from mapsearch.sweep.runner import default_workers, run_sweep
     from mapsearch.sweep.spec import load_sweep
-    from mapsearch.sweep.store import DB_NAME, ResultStore
+    from mapsearch.sweep.store import DB_NAME
 
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
@@ -66,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
     work = getattr(args, "work_limit", None)
     if work is not None and not work > 0:
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
+    check_scheduler(getattr(args, "scheduler", None))
     sweep = load_sweep(args.sweep, time_limit=args.time_limit, work_limit=work)
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
-    with ResultStore(out / DB_NAME) as store:
+    with results_directory(out, "--out") as store:
         if not args.export_only:
             todo, skipped = store.to_run(sweep.cases, args.retry_failed)
             where = f"{args.scheduler}" if args.scheduler else f"{args.workers or default_workers()} local worker(s)"
@@ -81,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 close()
             if outcome.interrupted:
-                done = len(store.statuses(c.case_id for c in sweep.cases))
+                done = sum(s != INTERRUPTED for s in store.statuses(c.case_id for c in sweep.cases).values())
                 print(f"mapsearch: interrupted: {done} of {len(sweep.cases)} case(s) stored in {out / DB_NAME}; "
                       "rerun the same command to finish", file=sys.stderr)
         paths = export(sweep.name, sweep.cases, store, out)

@@ -19,6 +19,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -161,16 +162,29 @@ def roofline(result: Any, profiles: list[Any], out_png: Path) -> Path:
     return plot_roofline(rows, out_png, architectures={p.name: p.architecture for p in profiles})
 
 
+def _made(out: Path) -> Path:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MapsearchError(f"--out: cannot create {out}: {e.strerror or e}") from None
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from mapsearch.characterize.models import load_model
     from mapsearch.characterize.profiles import load_profile
     from mapsearch.characterize.run import characterize
-    from mapsearch.sweep.cli_sweep import _progress_printer
+    from mapsearch.solve.interrupt import Interruptible
+    from mapsearch.sweep.cli_sweep import _progress_printer, check_out_directory, check_scheduler
+    from mapsearch.sweep.lock import DirectoryLock
 
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
-    if not args.time_limit > 0:
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
+    if args.top < 0:
+        raise MapsearchError(f"--top: expected an int >= 0 (0: all layers), got {args.top}")
+    check_scheduler(args.scheduler)
     shapes = None
     if args.input_shape:
         try:
@@ -180,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model, shapes)
     profiles = [load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
+    check_out_directory(out, "--out")
     from mapsearch.characterize.run import layer_cases
     from mapsearch.characterize.graph import lower_all
 
@@ -203,9 +218,12 @@ def run(args: argparse.Namespace) -> int:
                   f" ({rec.get('solve_seconds', 0):.1f} s)", file=sys.stderr)
 
     try:
-        result = characterize(model, profiles, out, workers=args.workers, scheduler=args.scheduler,
-                              time_limit=args.time_limit, retry_failed=args.retry_failed, progress=update,
-                              chain_fusion=not args.no_chain_fusion, chain_progress=chain_progress)
+        # Ctrl-C: the layer cases running are recorded as interrupted, a chain solve cut short is not kept.
+        with DirectoryLock(_made(out), "characterize"), Interruptible() as it:
+            result = it.call(lambda: characterize(
+                model, profiles, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
+                retry_failed=args.retry_failed, progress=update, chain_fusion=not args.no_chain_fusion,
+                chain_progress=chain_progress))
     finally:
         close()
     paths = write_outputs(result, profiles, out, plot=not args.no_plot)
@@ -232,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         print("  failed layers are left out of the totals; rerun with --retry-failed and a longer --time-limit")
     print(f"wrote {', '.join(str(p) for p in paths.values())} and the sweep's exports in {out}", file=sys.stderr)
-    if result.outcome is not None and result.outcome.interrupted:
+    if it.interrupted or (result.outcome is not None and result.outcome.interrupted):
+        print(f"mapsearch: interrupted: what finished is stored in {out}; rerun the same command to finish",
+              file=sys.stderr)
         return 130
     bad = [c for c in result.chains if c["replay"] not in (None, "ok")]
     for c in bad:

@@ -31,13 +31,14 @@ import json
 import logging
 import sys
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from mapsearch import __version__
-from mapsearch.errors import MapsearchError
+from mapsearch.errors import Interrupted, MapsearchError
 
 log = logging.getLogger("mapsearch")
 
+EXIT_INTERRUPTED = 130
 REPLAY_MODES = ("count", "data", "events")
 # Listed in the solve help; mapsearch.solve.cli_solve checks the values (one-line error, exit 2).
 SOLVE_OBJECTIVES = ("time", "words", "energy")
@@ -110,10 +111,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from mapsearch.report.text import render_text
     from mapsearch.schedule.figures import differences
 
+    from mapsearch.sim.errors import SimulatorError
+
+    modes = sorted(getattr(_replay_module(), "MODES", REPLAY_MODES))
+    if args.mode is not None and args.mode not in modes:
+        raise MapsearchError(f"--mode: expected one of {', '.join(modes)}, got {args.mode!r}")
     schedule = _load_any_schedule(args.schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
-    result, mode = _run_replay(schedule, args.mode)
+    try:
+        result, mode = _run_replay(schedule, args.mode)
+    except SimulatorError as e:  # the schedule breaks a rule only the replay sees (e.g. a level overflows)
+        raise MapsearchError(f"{args.schedule}: {e}") from e
     figures = result.figures
     data_ok = getattr(result, "data_ok", None)
     max_abs_error = getattr(result, "max_abs_error", None)
@@ -163,15 +172,31 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    """Hand over to ``mapsearch.solve.cli_solve.run(args)``; its return value is the exit code."""
+    """Hand over to ``mapsearch.solve.cli_solve.run(args)``; its return value is the exit code.
+
+    It runs under :class:`~mapsearch.solve.interrupt.Interruptible`: the first
+    Ctrl-C stops the search and the best schedule so far is replayed,
+    reported and (with ``-o``) written as usual, then the exit code is 130;
+    a second Ctrl-C aborts at once and nothing is written. The progress line
+    shows on a terminal unless ``--quiet``.
+    """
+    from mapsearch.solve.cli_progress import progress_shown
+    from mapsearch.solve.interrupt import Interruptible
+
     try:
         cli_solve = importlib.import_module("mapsearch.solve.cli_solve")
     except ModuleNotFoundError as e:
         if e.name in ("mapsearch.solve", "mapsearch.solve.cli_solve"):
             raise MapsearchError("the solve subcommand is not available in this build (mapsearch.solve.cli_solve is missing)") from e
         raise
-    code = cli_solve.run(args)
-    return 0 if code is None else int(code)
+
+    def stopping() -> None:
+        print("\nmapsearch: interrupted: stopping the search; Ctrl-C again to abort", file=sys.stderr)
+
+    with progress_shown(getattr(args, "quiet", False)), Interruptible(on_first=stopping) as it:
+        code = it.call(lambda: cli_solve.run(args))
+    code = 0 if code is None else int(code)
+    return EXIT_INTERRUPTED if it.interrupted and code in (0, 3) else code
 
 
 # --------------------------------------------------------------------------
@@ -192,6 +217,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
+    if args.output:
+        from mapsearch.atomic import check_writable
+
+        check_writable(args.output)
     schedule = load_schedule(args.schedule)
     if args.format == "loopnest":
         from mapsearch.report.loopnest import loop_nest_code
@@ -238,15 +267,24 @@ def _cmd_characterize(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and exit code 2, like any other bad input (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(2, f"mapsearch: {where}{' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="mapsearch",
         description="Optimal schedules (tilings, loop orders, residency) of einsums on memory hierarchies, and their replay.",
     )
     parser.add_argument("--version", action="version", version=f"mapsearch {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
     # Subcommands accept --debug too; SUPPRESS keeps one given before the subcommand.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _OneLineParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks and debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -276,6 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep every buffer at its level's default position (the result names the restriction)")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    solve.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress line (it shows on a terminal: phase, best time and words, bound, gap)")
     solve.add_argument(
         "--min-utilization",
         metavar="U",
@@ -383,6 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.func(args)
+    except Interrupted as e:  # Ctrl-C before there was anything to report
+        print(f"mapsearch: {' '.join(str(e).split())}; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MapsearchError as e:
         if debug:
             raise
@@ -390,8 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mapsearch: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mapsearch: interrupted", file=sys.stderr)
-        return 130
+        print("mapsearch: interrupted; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         raise MapsearchError(f"--format: expected one of {', '.join(FORMATS)}, got {args.format!r}")
     if args.method not in ("auto", "walk", "events"):
         raise MapsearchError(f"--method: expected auto, walk or events, got {args.method!r}")
+    if args.request_bytes is not None and args.request_bytes < 1:
+        raise MapsearchError(f"--request-bytes: expected >= 1, got {args.request_bytes}")
+    if args.cycles_per_request < 1:
+        raise MapsearchError(f"--cycles-per-request: expected >= 1, got {args.cycles_per_request}")
+    if args.output:
+        from mapsearch.atomic import check_writable
+
+        check_writable(args.output)
     schedule = load_schedule(args.schedule)
     override = None
     if args.dram is not None:
@@ -70,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
     order = opts.element_order
     if args.element_order:
         order = args.element_order if args.element_order in ("layout", "nest") else tuple(args.element_order.split(","))
-    if args.request_bytes is not None and args.request_bytes < 1:
-        raise MapsearchError(f"--request-bytes: expected >= 1, got {args.request_bytes}")
     rb = RowBuffer(dram, schedule.workload.tensor_names)
     counted = {"addresses": 0}
     t0 = time.perf_counter()

@@ -45,6 +45,7 @@ from mapsearch.solve.chain import ChainResult, UnfusedOutcome, solve_chain
 from mapsearch.solve.cli_solve import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, EXIT_TIMEOUT, UsageError, _plain, \
     _replay_mode, options_from_args
 from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.load import check_problem
 from mapsearch.spec.workload import WorkloadGraph
 
 log = logging.getLogger(__name__)
@@ -229,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
     graph, homes, spec = load_chain(args.workload)
     arch, _ = resolve_architecture(args.architecture)
     _check_homes(homes, arch, str(args.workload))
+    tensors = dict.fromkeys(t.name for e in graph.einsums for t in e.tensors)
+    check_problem(graph.extents, tensors, arch, str(args.workload), str(args.architecture))
     options = options_from_args(args, arch)
     notes: list[str] = []
     try:

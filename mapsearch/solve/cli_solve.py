@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from fractions import Fraction
 from typing import Any
@@ -44,6 +45,7 @@ from mapsearch.solve.constraints import Constraints, check_constraints, load_con
 from mapsearch.solve.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.solve.run import solve
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, as_fraction
 from mapsearch.spec.load import load_problem
 
@@ -51,6 +53,8 @@ log = logging.getLogger(__name__)
 
 REPLAY_MODES = ("count", "events", "data")
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_TIMEOUT = 0, 1, 2, 3
+MAX_WORKERS = 4096  # CP-SAT workers; more is a typo
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit int
 
 
 class UsageError(MapsearchError):
@@ -67,9 +71,18 @@ class UsageError(MapsearchError):
 
 def _fraction(option: str, text: object, expected: str) -> Fraction:
     try:
-        return as_fraction(text)
+        x = as_fraction(text)
     except (TypeError, ValueError, ZeroDivisionError):
         raise UsageError(option, expected, text) from None
+    if limits.exact_error(x) is not None:  # the model scales by its denominator: keep it exact and small
+        raise UsageError(option, f"{expected}, numerator and denominator at most 2^62", text)
+    return x
+
+
+def _seconds(option: str, value: float, expected: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(option, expected, value)
+    return float(value)
 
 
 def parse_link_energy(items: list[str] | None, arch: Architecture) -> tuple[tuple[str, Fraction], ...]:
@@ -93,13 +106,9 @@ def options_from_args(args: argparse.Namespace, arch: Architecture) -> SolveOpti
     objective = _objective(args)
     kwargs: dict[str, Any] = {"objective": objective}
     if getattr(args, "time_limit", None) is not None:
-        if not args.time_limit > 0:
-            raise UsageError("--time-limit", "seconds > 0", args.time_limit)
-        kwargs["time_limit"] = float(args.time_limit)
+        kwargs["time_limit"] = _seconds("--time-limit", args.time_limit, "seconds > 0")
     if getattr(args, "work_limit", None) is not None:
-        if not args.work_limit > 0:
-            raise UsageError("--work-limit", "deterministic seconds > 0", args.work_limit)
-        kwargs["work_limit"] = float(args.work_limit)
+        kwargs["work_limit"] = _seconds("--work-limit", args.work_limit, "deterministic seconds > 0")
     if getattr(args, "min_utilization", None) is not None:
         u = _fraction("--min-utilization", args.min_utilization, "a number in (0, 1]")
         if not 0 < u <= 1:
@@ -108,8 +117,12 @@ def options_from_args(args: argparse.Namespace, arch: Architecture) -> SolveOpti
     if getattr(args, "workers", None) is not None:
         if args.workers < 1:
             raise UsageError("--workers", "an int >= 1", args.workers)
+        if args.workers > MAX_WORKERS:
+            raise UsageError("--workers", f"an int between 1 and {MAX_WORKERS:,}", args.workers)
         kwargs["workers"] = args.workers
     if getattr(args, "seed", None) is not None:
+        if not 0 <= args.seed <= MAX_SEED:
+            raise UsageError("--seed", f"an int between 0 and {MAX_SEED:,}", args.seed)
         kwargs["seed"] = args.seed
     kwargs["link_energy"] = parse_link_energy(getattr(args, "link_energy", None), arch)
     if getattr(args, "op_energy", None) is not None:
@@ -156,28 +169,47 @@ def _constraints(args: argparse.Namespace, problem: Problem) -> Constraints:
     return c
 
 
-def _multi_path_tree(path: str):
-    """The tree when ``path`` is a tree file with several compute paths, else None."""
+def _tree_file(path: str):
+    """The tree when ``path`` is a tree architecture file, else None."""
     from pathlib import Path
 
-    from mapsearch.spec.tree import flatten, is_tree_file, load_tree
+    from mapsearch.spec.tree import is_tree_file, load_tree
 
     if not Path(path).is_file() or not is_tree_file(path):
         return None
-    tree = load_tree(path)
-    return tree if len(flatten(tree)) > 1 else None
+    return load_tree(path)
+
+
+def _multi_path_tree(path: str):
+    """The tree when ``path`` is a tree file with several compute paths, else None."""
+    from mapsearch.spec.tree import flatten
+
+    tree = _tree_file(path)
+    return tree if tree is not None and len(flatten(tree)) > 1 else None
 
 
 def _solve_tree(args: argparse.Namespace, tree) -> tuple:
-    """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
-    from mapsearch.spec.load import load_homes, load_workload
-    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
+    """Solve on every compute path of ``tree``; the best one is the result, the others are listed.
+
+    A tree of one path is solved as a flat architecture with its
+    ``tensors`` rules as constraints (every name in them checked against
+    the workload): its errors keep their exit codes (infeasible 2, out of
+    time 3) instead of becoming "no usable path".
+    """
+    from mapsearch.spec.load import check_problem, load_homes, load_workload
+    from mapsearch.spec.tree import flatten, path_architecture, path_rules, solve_tree
 
     workload = load_workload(args.workload)
     homes = load_homes(args.workload)
-    first = path_architecture(flatten(tree)[0], workload)
-    constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else None
-    options = options_from_args(args, first)
+    paths = flatten(tree)
+    bound = [path_architecture(path, workload) for path in paths]  # unknown names: a TreeError here
+    for arch in bound:
+        check_problem(workload.extents, workload.tensor_names, arch, str(args.workload), str(args.architecture))
+    options = options_from_args(args, bound[0])
+    constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else Constraints()
+    if len(paths) == 1:
+        merged = path_rules(paths[0], bound[0], workload, homes, constraints)
+        return solve(Problem(workload, bound[0], tuple(sorted(homes.items()))), merged, options), options, []
     best, result, outcomes = solve_tree(tree, workload, homes, options, constraints)
     lines = [f"compute paths of {args.architecture}:"]
     for o in outcomes:
@@ -248,6 +280,15 @@ def _with_core(e: InfeasibleError) -> InfeasibleError:
     return InfeasibleError(message, e.core)
 
 
+def _stopped_by(result: Any, options: SolveOptions) -> str:
+    """What cut the search short: Ctrl-C, the work limit or the time limit."""
+    if getattr(result, "interrupted", False):
+        return "interrupted by Ctrl-C"
+    if options.work_limit is not None:
+        return f"work limit {options.work_limit:g} deterministic s or time limit {options.time_limit:g} s"
+    return f"time limit {options.time_limit:g} s"
+
+
 def _plain(value: object) -> str:
     if isinstance(value, Fraction):
         return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
@@ -280,8 +321,11 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
 
 def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch solve``; returns the exit code (errors of bad input raise :class:`MapsearchError`)."""
+    from mapsearch.atomic import check_writable
     from mapsearch.solve.cli_chain import is_chain_file
 
+    if getattr(args, "output", None):
+        check_writable(args.output)  # before the solve, not after it
     flags = _sparse_flags(args)
     if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
         if flags:
@@ -300,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
         _warn_sparse_only(args)
 
     def attempt() -> tuple:
-        tree = _multi_path_tree(args.architecture)
+        tree = _tree_file(args.architecture)
         if tree is not None:
             return _solve_tree(args, tree)
         workload, architecture, homes = load_problem(args.workload, args.architecture)
@@ -351,9 +395,9 @@ def run(args: argparse.Namespace) -> int:
         return code
 
     if result.status == "FEASIBLE":
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
-              f"{result.phases[-1].name} {_plain(result.objective_value)}, bound {_plain(result.objective_bound)}, "
-              f"gap {result.gap:.2%}", file=sys.stderr)
+        bound = "no bound yet" if result.objective_bound == 0 else f"bound {_plain(result.objective_bound)}"
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({_stopped_by(result, options)}): "
+              f"{result.phases[-1].name} {_plain(result.objective_value)}, {bound}, gap {result.gap:.2%}", file=sys.stderr)
     if args.output:
         save_schedule(schedule, args.output)
         log.info("wrote %s", args.output)
@@ -656,7 +700,7 @@ def _run_sparse(args: argparse.Namespace, mode: str, flags: list[str]) -> int | 
 
     if result.status == "FEASIBLE":
         last = result.phases[-1]
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({_stopped_by(result, options)}): "
               f"{last.name} {float(last.value):.6g}, bound {float(last.bound):.6g}, gap {last.gap:.2%}", file=sys.stderr)
     if args.output:
         save_schedule(schedule, args.output)

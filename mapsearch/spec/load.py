@@ -170,8 +170,9 @@ def read_text(path: str | Path) -> str:
 
 def parse_yaml(text: str, source: str) -> Any:
     """Parse YAML text; a syntax error names the source and the line, too deep a nesting is refused."""
-    loader = _StrictLoader(text)
+    loader = None
     try:
+        loader = _StrictLoader(text)  # refuses characters YAML forbids (NUL, ...) already here
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -183,7 +184,8 @@ def parse_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise _note(source, "", f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     deep = limits.depth_error(data)
     if deep is not None:
         raise _note(source, "", deep)

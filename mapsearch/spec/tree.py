@@ -222,9 +222,10 @@ _TreeLoader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown_tag)
 
 def _parse_yaml(text: str, source: str) -> Any:
     """The YAML document with marks; malformed YAML is one TreeError at the problem's line and column."""
-    loader = _TreeLoader(text)
-    loader.source = source
+    loader = None
     try:
+        loader = _TreeLoader(text)  # refuses characters YAML forbids (NUL, ...) already here
+        loader.source = source
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -236,7 +237,8 @@ def _parse_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise TreeError(Where(source, 1, 1), f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     deep = limits.depth_error(data)
     if deep is not None:
         raise TreeError(Where(source, 1, 1), deep)

@@ -20,7 +20,10 @@ and always after ``solve``) or the data check failed; 2 bad input, an
 infeasible problem or any other deliberate error
 (:class:`~mapsearch.errors.MapsearchError`), printed as one line
 ``mapsearch: <message>`` without a traceback unless ``--debug`` is given;
-3 ``solve`` found no schedule within its time limit.
+3 ``solve`` found no schedule within its time limit; 130 interrupted (Ctrl-C):
+``solve`` reports and writes the best schedule so far after the first, a
+second aborts with nothing written; ``sweep`` and ``characterize`` keep what
+finished.
 """
 
 from __future__ import annotations
@@ -296,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         "replay it in the simulator and check that the replay agrees with the prediction.",
         epilog="exit codes: 0 ok; 1 replay mismatch (REPLAY MISMATCH: the replayed figures differ from the "
         "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
-        "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
+        "requirements); 3 no schedule found within the time limit (the message gives the best bound); 130 "
+        "interrupted (Ctrl-C: the best schedule so far is reported and, with -o, written; a second Ctrl-C aborts)",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(_preset_names()) + ")")

@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout, SpecError
+from mapsearch import budget
+from mapsearch.errors import InfeasibleError, Interrupted, MapsearchError, SolverTimeout, SpecError
 from mapsearch.report.chain_report import ChainReplay, StageCheck, chain_report_dict, render_chain_text
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.errors import SimulatorError
@@ -244,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"mapsearch: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_TIMEOUT
     if not result.candidates():
+        if budget.current() is not None and budget.current().stopped:
+            raise Interrupted("interrupted before any option of the chain had a schedule")
         if any(o.status == "TIMEOUT" for o in result.fused) or "time limit" in result.unfused_reason:
             print("mapsearch: no schedule for this chain within the time limit: " + "; ".join(
                 [f"fused at {o.level}: {o.status} {o.reason}" for o in result.fused]

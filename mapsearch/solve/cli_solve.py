@@ -35,6 +35,7 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from mapsearch import budget
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
 from mapsearch.model.problem import Problem
 from mapsearch.report.solve_report import render_solve_text, solve_report_dict
@@ -282,7 +283,7 @@ def _with_core(e: InfeasibleError) -> InfeasibleError:
 
 def _stopped_by(result: Any, options: SolveOptions) -> str:
     """What cut the search short: Ctrl-C, the work limit or the time limit."""
-    if getattr(result, "interrupted", False):
+    if getattr(result, "interrupted", False) or (budget.current() is not None and budget.current().stopped):
         return "interrupted by Ctrl-C"
     if options.work_limit is not None:
         return f"work limit {options.work_limit:g} deterministic s or time limit {options.time_limit:g} s"
@@ -563,7 +564,9 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
                  + " (density model; tiles must fit as if dense)")
     last = result.phases[-1]
     if result.status == "FEASIBLE":
-        lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
+        stopped = budget.current() is not None and budget.current().stopped
+        why = "Ctrl-C stopped the search" if stopped else "the time limit stopped the search"
+        lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: {why}. Best {last.name} found "
                      f"{float(last.value):,.6g}, bound {float(last.bound):,.6g}, gap {last.gap:.2%} ***")
     unit = lambda name: "clocks" if name.endswith("time") else "words"  # noqa: E731
     phases = ", then ".join(f"{p.name} {float(p.value):,.6g} {unit(p.name)} (bound {float(p.bound):,.6g})"

@@ -7,8 +7,9 @@ and seed 0, so a case gives the same schedule wherever it runs.
 
 Ctrl-C (SIGINT) while the sweep runs: no new case starts, the results
 already stored stay, the cases still running are dropped (their processes
-ended) and recorded ``INTERRUPTED`` (not a result: every rerun solves them
-again), and :func:`run_sweep` returns with ``interrupted`` set. The handler
+ended) and, in a local pool, recorded ``INTERRUPTED`` (not a result: every
+rerun solves them again; Dask does not say which of its tasks had started,
+so there they are only dropped), and :func:`run_sweep` returns with ``interrupted`` set. The handler
 only sets a flag, so a result is never half written; workers ignore SIGINT
 (and CP-SAT's own SIGINT handling is off, mapsearch/solve/run.py), so a
 search is never cut short into a result. Inside an active

@@ -30,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from mapsearch.budget import checkpoint
-
-from mapsearch.model.chains import footprint_values
+from mapsearch.model.footprints import footprint_values
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Sequence
 
 from ortools.sat.python import cp_model
 
-from mapsearch import budget as _budget
+import mapsearch.budget as _budget
 
 __all__ = ["SolveProgress", "listening", "report", "finished", "search", "FINISHED"]
 

@@ -14,21 +14,24 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ortools.sat.python import cp_model
 
-from mapsearch import budget
+import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, Interrupted, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.family import family_restrictions, proven_status
 from mapsearch.model.problem import Problem
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
-from mapsearch.solve.constraints import Constraints
+from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.progress import finished, report, search
 
 log = logging.getLogger(__name__)
@@ -89,7 +92,31 @@ class SolveResult:
     binding: tuple[Binding, ...]
     space: SearchSpace
     family_restrictions: tuple[str, ...] = ()  # what the search left out of the contract's family, for this problem
+    # Filled in by mapsearch.solve.entry: the replay of the schedule, where it differs from the prediction,
+    # and, for a tree architecture, every compute path's outcome (mapsearch.solve.tree.PathOutcome).
+    replayed: ReplayResult | None = None
+    mismatches: tuple[tuple[str, object, object], ...] = ()
+    paths: tuple[Any, ...] = ()
     interrupted: bool = False  # Ctrl-C stopped the search: the best schedule so far, phases not run kept as found
+
+    @property
+    def figures(self) -> Figures:
+        """The predicted figures of the schedule (time, words per link and tensor, calls, occupancy)."""
+        return self.schedule.predicted
+
+    @property
+    def time(self) -> Fraction:
+        """Clocks: max(compute time, slowest link time)."""
+        return self.figures.time
+
+    @property
+    def words(self) -> int:
+        """Words moved over all links."""
+        return self.figures.words_total
+
+    @property
+    def utilization(self) -> Fraction:
+        return self.figures.utilization
 
     @property
     def proven(self) -> bool:
@@ -197,7 +224,7 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
     )
     status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
-                       binding_report(schedule), search_space(enc), restrictions, _stopped())
+                       binding_report(schedule), search_space(enc), restrictions, interrupted=_stopped())
 
 
 def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:

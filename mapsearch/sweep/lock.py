@@ -22,13 +22,24 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["DirectoryLock", "DirectoryBusy", "LOCK_NAME"]
+__all__ = ["DirectoryLock", "DirectoryBusy", "LOCK_NAME", "check_out_directory"]
 
 LOCK_NAME = ".mapsearch.lock"
 
 
 class DirectoryBusy(MapsearchError):
     """Another live process holds the directory."""
+
+
+def check_out_directory(out: Path, option: str = "out_dir") -> None:
+    """``out`` must be, or be creatable as, a directory: not a file, not below one (``option`` names it)."""
+    if out.exists() and not out.is_dir():
+        raise MapsearchError(f"{option}: expected a directory, got a file: {out}")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise MapsearchError(f"{option}: {out} is below {parent}, which is a file, not a directory")
+            break
 
 
 def _owner(path: Path) -> tuple[int | None, str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -33,12 +34,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from mapsearch import budget
+import mapsearch.budget as budget
 from mapsearch.errors import MapsearchError
 from mapsearch.sweep.case import FAILED_STATUSES, Case, run_case
 from mapsearch.sweep.store import ResultStore
 
-__all__ = ["Progress", "SweepOutcome", "run_sweep", "default_workers"]
+__all__ = ["Progress", "SweepOutcome", "run_sweep", "default_workers", "check_scheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,15 @@ class SweepOutcome:
     failed: int  # of those, failed
     interrupted: bool
     seconds: float
+
+
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}$")
+
+
+def check_scheduler(address: str | None, option: str = "scheduler") -> None:
+    """A Dask scheduler address must read as ``PROTOCOL://HOST:PORT`` (checked before anything is written)."""
+    if address is not None and not _ADDRESS.match(address):
+        raise MapsearchError(f"{option}: expected an address such as tcp://HOST:PORT, got {address!r}")
 
 
 def default_workers() -> int:

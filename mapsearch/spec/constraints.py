@@ -65,7 +65,7 @@ def resolve_tensor(tensor: str, w: Workload, source: str, field: str) -> str:
 
 def load_constraints(path: str | Path) -> Constraints:
     """Read a constraints file as the specs are read (UTF-8, no key given twice, bounded nesting)."""
-    from mapsearch.spec.load import read_yaml
+    from mapsearch.spec.reading import read_yaml
 
     data = read_yaml(path)
     return constraints_from_dict({} if data is None else data, str(path))

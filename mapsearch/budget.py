@@ -28,7 +28,7 @@ from typing import Iterator, Protocol
 
 from mapsearch.errors import Interrupted, SolverTimeout
 
-__all__ = ["Budget", "within", "current", "checkpoint", "seconds_left", "aborted"]
+__all__ = ["Budget", "within", "current", "checkpoint", "seconds_left", "aborted", "stopped"]
 
 
 class Stoppable(Protocol):
@@ -141,6 +141,12 @@ def checkpoint(doing: str) -> None:
     b = _CURRENT.get()
     if b is not None:
         b.check(doing)
+
+
+def stopped() -> bool:
+    """The active budget, if any, was stopped (Ctrl-C): work cut short is not a result."""
+    b = _CURRENT.get()
+    return b is not None and b.stopped
 
 
 def aborted() -> bool:

@@ -46,7 +46,7 @@ def _readers():
     from mapsearch.characterize.models import load_model
     from mapsearch.characterize.profiles import load_profile
     from mapsearch.schedule.json_io import load_schedule
-    from mapsearch.solve.constraints import load_constraints
+    from mapsearch.spec.constraints import load_constraints
     from mapsearch.spec.graph_load import load_graph
     from mapsearch.spec.load import load_architecture, load_problem, load_workload
     from mapsearch.spec.teaal import load_teaal

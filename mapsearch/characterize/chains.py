@@ -245,7 +245,7 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path |
     rec["replay"] = "ok" if best == "unfused" else _replay(schedules)
     import mapsearch.budget as budget
 
-    stopped = budget.current() is not None and budget.current().stopped  # cut short by Ctrl-C: the caller drops it
+    stopped = budget.stopped()  # cut short by Ctrl-C: the caller drops it
     if schedule_dir is not None and best != "unfused" and not stopped:
         schedule_dir.mkdir(parents=True, exist_ok=True)
         path = schedule_dir / f"{pair.key}-{profile.name}.json"

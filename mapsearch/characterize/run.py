@@ -36,6 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mapsearch.budget import stopped
 from mapsearch.characterize.chains import ChainCache, Pair, choose, find_pairs, gain, solve_pair
 from mapsearch.characterize.fusion import lower_all
 from mapsearch.characterize.graph import Layer
@@ -248,14 +249,6 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
     return Characterization(model.name, layer_rows, totals, cases, outcome, dict(paths), chain_rows)
 
 
-def _stopped() -> bool:
-    """Ctrl-C stopped the work (mapsearch/solve/interrupt.py)."""
-    from mapsearch.budget import current
-
-    b = current()
-    return b is not None and b.stopped
-
-
 def outcome_ok(outcome: Any) -> bool:
     """Solve the pairs unless the sweep was interrupted."""
     return outcome is None or not getattr(outcome, "interrupted", False)
@@ -274,9 +267,9 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
             a, b = exact[pair.first], exact[pair.second]
             separate = (a[0] + b[0], a[1] + b[1])
         rec = cache.get(pair, profile, time_limit)
-        if rec is None and solve and separate is not None and not _stopped():
+        if rec is None and solve and separate is not None and not stopped():
             rec = solve_pair(pair, profile, time_limit, out / "chains")
-            if _stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
+            if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
                 rec = None
             else:
                 cache.put(pair, profile, time_limit, rec)

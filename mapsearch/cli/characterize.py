@@ -26,9 +26,6 @@ from mapsearch.characterize.report import chains_table, layers_table, roofline, 
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError
-from mapsearch.solve.interrupt import Interruptible
-from mapsearch.sweep.lock import check_out_directory
-from mapsearch.sweep.runner import check_scheduler
 
 __all__ = ["add_parser", "run"]
 
@@ -40,7 +37,7 @@ def run(args: argparse.Namespace) -> None:
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
     if args.top < 0:
         raise MapsearchError(f"--top: expected an int >= 0 (0: all layers), got {args.top}")
-    check_scheduler(args.scheduler, "--scheduler")
+    api.check_scheduler(args.scheduler, "--scheduler")
     shapes = None
     if args.input_shape:
         try:
@@ -50,7 +47,7 @@ def run(args: argparse.Namespace) -> None:
     model = api.load_model(args.model, shapes)
     profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
-    check_out_directory(out, "--out")
+    api.check_out_directory(out, "--out")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
     plan: list[api.CharacterizeStart] = []
 
@@ -73,7 +70,7 @@ def run(args: argparse.Namespace) -> None:
 
     try:
         # Ctrl-C: the layer cases running are recorded as interrupted, a chain solve cut short is not kept.
-        with Interruptible() as it:
+        with api.Interruptible() as it:
             result = it.call(lambda: api.characterize(
                 model, profiles, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
                 retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion, on_start=started,

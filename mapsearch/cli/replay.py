@@ -13,11 +13,10 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from mapsearch import api
 from mapsearch.api import compare, load_schedule, replay
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.errors import MapsearchError
-from mapsearch.sim.errors import SimulatorError
-from mapsearch.sim.replay import MODES
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.report.json_report import report_dict
 from mapsearch.report.text import render_text
@@ -59,14 +58,14 @@ def _plain(value: object) -> object:
 
 def run(args: argparse.Namespace) -> None:
     mode = args.mode or "count"
-    if mode not in MODES:  # before the file is read: the flags first
-        raise MapsearchError(f"--mode: expected one of {', '.join(sorted(MODES))}, got {mode!r}")
+    if mode not in api.REPLAY_MODES:  # before the file is read: the flags first
+        raise MapsearchError(f"--mode: expected one of {', '.join(api.REPLAY_MODES)}, got {mode!r}")
     schedule = load_schedule(args.schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
     try:
         result = replay(schedule, mode=mode)
-    except SimulatorError as e:  # the schedule breaks a rule only the replay sees (e.g. a level overflows)
+    except api.SimulatorError as e:  # the schedule breaks a rule only the replay sees (e.g. a level overflows)
         raise MapsearchError(f"{args.schedule}: {e}") from e
     figures = result.figures
     data_ok = getattr(result, "data_ok", None)

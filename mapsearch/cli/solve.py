@@ -52,7 +52,6 @@ from mapsearch.cli.solving import (
     stopped_by,
 )
 from mapsearch.errors import MapsearchError
-from mapsearch.solve.interrupt import Interruptible
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.report.solve_report import render_solve_text, solve_report_dict
 
@@ -177,7 +176,7 @@ def run(args: argparse.Namespace) -> None:
     def stopping() -> None:
         print("\nmapsearch: interrupted: stopping the search; Ctrl-C again to abort", file=sys.stderr)
 
-    with progress_shown(getattr(args, "quiet", False)), Interruptible(on_first=stopping) as it:
+    with progress_shown(getattr(args, "quiet", False)), api.Interruptible(on_first=stopping) as it:
         it.call(lambda: _run(args))
     if it.interrupted:
         written = f"; written to {args.output}" if getattr(args, "output", None) else ""

@@ -16,7 +16,7 @@ from contextlib import contextmanager, nullcontext
 from fractions import Fraction
 from typing import IO, Iterator
 
-from mapsearch.solve.progress import FINISHED, SolveProgress, listening
+from mapsearch.api import FINISHED, SolveProgress, listening
 
 __all__ = ["ProgressLine", "progress_shown"]
 

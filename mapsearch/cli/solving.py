@@ -10,7 +10,6 @@ import argparse
 import sys
 from typing import Any
 
-import mapsearch.budget as budget
 from mapsearch import api
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.errors import UsageError
@@ -60,8 +59,7 @@ def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None)
 
 def stopped_by(result: Any, options: api.SolveOptions) -> str:
     """What cut a search short, for the FEASIBLE warning: Ctrl-C, the work limit or the time limit."""
-    b = budget.current()
-    if getattr(result, "interrupted", False) or (b is not None and b.stopped):
+    if getattr(result, "interrupted", False) or api.stopped():
         return "interrupted by Ctrl-C"
     if options.work_limit is not None:
         return f"work limit {options.work_limit:g} deterministic s or time limit {options.time_limit:g} s"

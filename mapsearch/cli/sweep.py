@@ -20,8 +20,6 @@ from mapsearch import api
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError
-from mapsearch.sweep.lock import check_out_directory
-from mapsearch.sweep.runner import check_scheduler
 
 __all__ = ["add_parser", "run"]
 
@@ -36,8 +34,8 @@ def run(args: argparse.Namespace) -> None:
     if work is not None and not work > 0:
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
-    check_out_directory(out, "--out")  # before the sweep file is read: the flags first
-    check_scheduler(args.scheduler, "--scheduler")
+    api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first
+    api.check_scheduler(args.scheduler, "--scheduler")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
 
     def started(s: api.SweepStart) -> None:

@@ -118,8 +118,7 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
                  + " (density model; tiles must fit as if dense)")
     last = result.phases[-1]
     if result.status == "FEASIBLE":
-        stopped = budget.current() is not None and budget.current().stopped  # Ctrl-C (mapsearch/solve/interrupt.py)
-        why = "Ctrl-C stopped the search" if stopped else "the time limit stopped the search"
+        why = "Ctrl-C stopped the search" if budget.stopped() else "the time limit stopped the search"
         lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: {why}. Best {last.name} found "
                      f"{float(last.value):,.6g}, bound {float(last.bound):,.6g}, gap {last.gap:.2%} ***")
     unit = lambda name: "clocks" if name.endswith("time") else "words"  # noqa: E731

@@ -317,7 +317,7 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
         result = solve_chain_options(graph, arch, all_homes, options)
     result = replace(result, teaal=loaded.teaal)
     if not result.candidates():
-        if budget.current() is not None and budget.current().stopped:
+        if budget.stopped():
             raise Interrupted("interrupted before any option of the chain had a schedule")
         if any(o.status == "TIMEOUT" for o in result.fused) or "time limit" in result.unfused_reason:
             raise SolverTimeout("no schedule for this chain within the time limit: " + "; ".join(

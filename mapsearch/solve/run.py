@@ -224,7 +224,7 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
     )
     status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
-                       binding_report(schedule), search_space(enc), restrictions, interrupted=_stopped())
+                       binding_report(schedule), search_space(enc), restrictions, interrupted=budget.stopped())
 
 
 def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:
@@ -248,7 +248,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
     schedule = None
     previous = None
     for n, (name, expr, scale) in enumerate(objectives):
-        if _stopped() and previous is not None:
+        if budget.stopped() and previous is not None:
             phases += _not_run(objectives[n:], previous, floor)  # Ctrl-C: keep the schedule as found
             break
         model.minimize(expr)
@@ -263,7 +263,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
         if hint is not None and known is not None and hint[0] == known:
             value = bound = hint[0]
             status, solver = "OPTIMAL", hint[1]
-        elif hint is not None and _stopped():
+        elif hint is not None and budget.stopped():
             value, bound = hint[0], _clamp(0, known, hint[0])  # Ctrl-C after the coarse search: its schedule
             status, solver = "FEASIBLE", hint[1]
         else:
@@ -284,7 +284,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                              phases[-1].bound, 100 * phases[-1].gap)
                     phases += _not_run(objectives[n + 1:], previous, floor)
                     break
-                if _stopped():
+                if budget.stopped():
                     raise Interrupted(f"interrupted before any schedule was found ({name} phase)")
                 raise SolverTimeout(_no_schedule(options, solver, name, scale))
             value = int(round(solver.objective_value))
@@ -295,19 +295,13 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                  phases[-1].value, phases[-1].bound, 100 * phases[-1].gap)
         schedule = decode(solver)
         previous = solver
-        if status != "OPTIMAL" and _stopped():
+        if status != "OPTIMAL" and budget.stopped():
             phases += _not_run(objectives[n + 1:], solver, floor)
             break
         if n + 1 < len(objectives):
             model.add(expr <= value)  # keep this phase's optimum (or best found)
             _hint(model, hint_vars, solver)
     return phases, schedule
-
-
-def _stopped() -> bool:
-    """Ctrl-C stopped the work (mapsearch/solve/interrupt.py)."""
-    b = budget.current()
-    return b is not None and b.stopped
 
 
 def _not_run(objectives, solver: cp_model.CpSolver, floor) -> list[Phase]:

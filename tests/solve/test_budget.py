@@ -13,8 +13,8 @@ from mapsearch.budget import Budget, checkpoint, within
 from mapsearch.errors import Interrupted, SolverTimeout
 from mapsearch.model.problem import Problem
 from mapsearch.solve.chain import solve_chain
-from mapsearch.solve.cli_progress import ProgressLine
-from mapsearch.solve.options import SolveOptions
+from mapsearch.cli.solve_progress import ProgressLine
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.progress import SolveProgress, listening
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis

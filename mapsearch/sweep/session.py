@@ -6,7 +6,8 @@ format (paths relative to the working directory) or an expanded
 :class:`~mapsearch.sweep.spec.Sweep`. Results go to ``out_dir/results.sqlite``
 as each case ends (rerunning skips the finished ones) and the exports of
 :mod:`mapsearch.sweep.export` are written at the end, even after an
-interrupt.
+interrupt. One process at a time holds ``out_dir`` (:mod:`mapsearch.sweep.lock`);
+a run that fails before storing a case removes what it created there.
 """
 
 from __future__ import annotations

@@ -29,8 +29,10 @@ from mapsearch.characterize.profiles import Profile, load_profile, profile_names
 from mapsearch.characterize.run import Characterization
 from mapsearch.characterize.session import CharacterizeStart, characterize
 from mapsearch.dram.tracing import TraceResult, trace
+from mapsearch.budget import Budget, stopped
 from mapsearch.errors import (
     InfeasibleError,
+    Interrupted,
     MapsearchError,
     NoScheduleInFamily,
     ReplayMismatch,
@@ -48,7 +50,7 @@ from mapsearch.schedule.json_io import dumps_schedule, save_schedule as save_sch
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import SimulatorError
-from mapsearch.sim.replay import replay as replay_schedule
+from mapsearch.sim.replay import MODES as _REPLAY_MODES, replay as replay_schedule
 from mapsearch.solve.chain import ChainResult
 from mapsearch.solve.chain_files import save_best
 from mapsearch.solve.chain_replay import ChainReplay, replay_checks
@@ -72,7 +74,10 @@ from mapsearch.spec.load import preset_names
 from mapsearch.spec.tree_nodes import Tree
 from mapsearch.spec.workload import Workload, WorkloadGraph
 from mapsearch.spec.workload_files import is_chain_file
-from mapsearch.sweep.runner import Progress
+from mapsearch.solve.interrupt import Interruptible
+from mapsearch.solve.progress import FINISHED, SolveProgress, listening
+from mapsearch.sweep.lock import DirectoryBusy, check_out_directory
+from mapsearch.sweep.runner import Progress, check_scheduler
 from mapsearch.sweep.session import SweepResult, SweepStart, run_sweep_file as sweep
 
 __all__ = [
@@ -84,15 +89,19 @@ __all__ = [
     "dumps_schedule",
     "trace",
     # many at once
-    "sweep", "characterize",
+    "sweep", "characterize", "check_out_directory", "check_scheduler",
+    # limits, Ctrl-C and progress (mapsearch/budget.py, mapsearch/solve/interrupt.py, mapsearch/solve/progress.py)
+    "Budget", "Interruptible", "stopped", "listening", "SolveProgress", "FINISHED", "REPLAY_MODES",
     # the objects
     "Workload", "WorkloadGraph", "Architecture", "Tree", "Constraints", "SolveOptions", "Schedule", "FusedSchedule",
     "Figures", "SolveResult", "ChainResult", "ChainReplay", "SparseSolveResult", "ReplayResult", "SweepResult",
     "SweepStart", "Progress", "TraceResult", "Characterization", "CharacterizeStart", "Model", "Profile", "LoadedWorkload",
     # the errors
     "MapsearchError", "SpecError", "UsageError", "ScheduleError", "InfeasibleError", "NoScheduleInFamily",
-    "SolverTimeout", "ReplayMismatch", "SimulatorError",
+    "SolverTimeout", "ReplayMismatch", "SimulatorError", "Interrupted", "DirectoryBusy",
 ]
+
+REPLAY_MODES: tuple[str, ...] = tuple(sorted(_REPLAY_MODES))  # every mode replay() takes
 
 ScheduleSource = Union[Schedule, FusedSchedule, SolveResult, str, Path]
 
@@ -175,7 +184,9 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
         objective=objective, time_limit=time_limit, work_limit=work_limit, min_utilization=min_utilization,
         workers=workers, seed=seed, link_energy=link_energy, op_energy=op_energy, dram_rows=dram_rows,
         max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement))
-    return solve_checked(loaded, arch, constraints, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)
+    # A file keeps its path: errors name it, and a tree of one path keeps its tensors rules.
+    source = architecture if isinstance(architecture, (str, Path)) else arch
+    return solve_checked(loaded, source, constraints, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)
 
 
 def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, homes: Mapping[str, str] | None = None,
@@ -195,7 +206,8 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
     arch = architecture_of(architecture)
     opts = _options(options, arch, None, dict(time_limit=time_limit, work_limit=work_limit, workers=workers,
                                                seed=seed, placement=placement))
-    return solve_chain_checked(loaded, arch, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)
+    source = architecture if isinstance(architecture, (str, Path)) else arch  # errors name the file
+    return solve_chain_checked(loaded, source, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)
 
 
 def solve_sparse(workload: WorkloadSource, architecture: ArchitectureSource, densities: Mapping[str, Any],

@@ -6,6 +6,23 @@ else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import math
+
+
+def short_repr(value: object, limit: int | None = None) -> str:
+    """``repr`` on one line (cut to ``limit`` characters); a huge int by its number of digits.
+
+    Python refuses to turn an int of more than 4,300 digits into text, and a
+    message must never fail while it reports bad input.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an int of {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        text = repr(value).replace("\n", " ")
+    except ValueError:  # a huge int nested in a list or a mapping
+        text = f"a {type(value).__name__} holding an int too long to print"
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
 
 class MapsearchError(Exception):
     """Base class of every error the tool raises deliberately."""
@@ -28,7 +45,7 @@ class SpecError(MapsearchError):
         if detail is not None:
             message = f"{where}: {detail}"
         else:
-            message = f"{where}: expected {expected}, got {got!r}"
+            message = f"{where}: expected {expected}, got {short_repr(got)}"
         super().__init__(message)
 
 
@@ -66,6 +83,10 @@ class NoScheduleInFamily(InfeasibleError):
 
 class SolverTimeout(MapsearchError):
     """The solver ran out of time before finding any schedule."""
+
+
+class Interrupted(MapsearchError):
+    """The user stopped the work (Ctrl-C) before there was anything to report; the CLI exits 130."""
 
 
 class ReplayMismatch(MapsearchError):

@@ -4,7 +4,7 @@ The layers (docs/modules.md), lowest first; a module may import its own
 package and any lower layer, never a higher one, and never the other package
 of its own layer (``model`` and ``sim`` stand side by side)::
 
-    errors, version -> atomic -> spec -> presets -> schedule -> model | sim
+    errors, version -> budget -> atomic -> spec -> presets -> schedule -> model | sim
         -> solve -> report -> sweep -> characterize -> api -> cli -> mapsearch (the package root)
 
 ``dram`` and ``sparse`` are feature packages whose modules sit in different
@@ -31,6 +31,7 @@ PACKAGE = ROOT / "mapsearch"
 # Lowest first. Packages in one tuple share a layer and may not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "version"),
+    ("budget",),  # the time limit and Ctrl-C, checked in every phase (atomic_open refuses to write once aborted)
     ("atomic",),
     ("spec",),
     ("presets",),

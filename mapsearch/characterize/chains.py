@@ -243,7 +243,10 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path |
     time_phases = [p.gap for p in phases if p.name == "time"]
     rec["time_gap"] = max(time_phases) if time_phases else None
     rec["replay"] = "ok" if best == "unfused" else _replay(schedules)
-    if schedule_dir is not None and best != "unfused":
+    import mapsearch.budget as budget
+
+    stopped = budget.stopped()  # cut short by Ctrl-C: the caller drops it
+    if schedule_dir is not None and best != "unfused" and not stopped:
         schedule_dir.mkdir(parents=True, exist_ok=True)
         path = schedule_dir / f"{pair.key}-{profile.name}.json"
         _save(result, best, fused, options, path)

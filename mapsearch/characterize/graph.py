@@ -68,6 +68,11 @@ def canonical_op(op: str) -> str:
     return _ALIASES.get(op, op)
 
 
+def known_ops() -> tuple[str, ...]:
+    """Every op name a layer table may use (canonical names and their aliases)."""
+    return tuple(sorted(set(EINSUM_OPS) | set(VIEW_OPS) | set(_KINDS) | set(_ALIASES)))
+
+
 def op_kind(op: str) -> str:
     """``einsum``, ``view`` or a bandwidth kind (``activation``, ``elementwise``, ...)."""
     op = canonical_op(op)

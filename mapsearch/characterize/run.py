@@ -36,6 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mapsearch.budget import stopped
 from mapsearch.characterize.chains import ChainCache, Pair, choose, find_pairs, gain, solve_pair
 from mapsearch.characterize.fusion import lower_all
 from mapsearch.characterize.graph import Layer
@@ -266,11 +267,14 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
             a, b = exact[pair.first], exact[pair.second]
             separate = (a[0] + b[0], a[1] + b[1])
         rec = cache.get(pair, profile, time_limit)
-        if rec is None and solve and separate is not None:
+        if rec is None and solve and separate is not None and not stopped():
             rec = solve_pair(pair, profile, time_limit, out / "chains")
-            cache.put(pair, profile, time_limit, rec)
-            if progress is not None:
-                progress(profile, pair, rec)
+            if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
+                rec = None
+            else:
+                cache.put(pair, profile, time_limit, rec)
+                if progress is not None:
+                    progress(profile, pair, rec)
         records[pair.first] = rec
         gains[pair.first] = gain(rec, separate)
         d = {k: None for k in CHAIN_KEYS}

@@ -11,6 +11,7 @@ distinct layer on every profile through the sweep machinery (resumable in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
@@ -22,8 +23,9 @@ from mapsearch.characterize.models import load_model, model_from_dict
 from mapsearch.characterize.profiles import Profile, load_profile
 from mapsearch.characterize.report import write_outputs
 from mapsearch.characterize.run import Characterization, characterize as characterize_layers, layer_cases
-from mapsearch.errors import UsageError
-from mapsearch.sweep.runner import Progress
+from mapsearch.errors import MapsearchError, UsageError
+from mapsearch.sweep.lock import DirectoryLock, check_out_directory
+from mapsearch.sweep.runner import Progress, check_scheduler
 
 __all__ = ["CharacterizeStart", "characterize"]
 
@@ -63,8 +65,9 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
     """
     if workers is not None and workers < 1:
         raise UsageError("workers", "an int >= 1", workers)
-    if not time_limit > 0:
+    if not (math.isfinite(time_limit) and time_limit > 0):
         raise UsageError("time_limit", "seconds > 0", time_limit)
+    check_scheduler(scheduler)
     if isinstance(model, Model):
         net = model
     elif isinstance(model, Mapping):
@@ -73,6 +76,7 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
         net = load_model(str(model), input_shapes)
     profs = [p if isinstance(p, Profile) else load_profile(str(p)) for p in profiles]
     out = Path(out_dir) if out_dir is not None else Path(f"characterize-{net.name}")
+    check_out_directory(out)
     if on_start is not None:
         layers = lower_all(net.nodes)
         cases, _ = layer_cases(layers, profs, time_limit)
@@ -81,8 +85,13 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
         on_start(CharacterizeStart(net.name, len(layers), len(einsums), len({l.shape_key() for l in einsums}),
                                    len(profs), len(cases), len(pairs), len({p.key for p in pairs}),
                                    sum(l.macs for l in einsums), out))
-    result = characterize_layers(net, profs, out, workers=workers, scheduler=scheduler, time_limit=time_limit,
-                                 retry_failed=retry_failed, progress=progress, chain_fusion=chain_fusion,
-                                 chain_progress=chain_progress)
-    result.tables.update(write_outputs(result, out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MapsearchError(f"out_dir: cannot create {out}: {e.strerror or e}") from None
+    with DirectoryLock(out, "characterize"):  # one process per directory, as for a sweep
+        result = characterize_layers(net, profs, out, workers=workers, scheduler=scheduler, time_limit=time_limit,
+                                     retry_failed=retry_failed, progress=progress, chain_fusion=chain_fusion,
+                                     chain_progress=chain_progress)
+        result.tables.update(write_outputs(result, out))
     return result

@@ -16,6 +16,7 @@ Exit codes: 0 done (failed layers are listed and counted); 1 some replay
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,11 @@ __all__ = ["add_parser", "run"]
 def run(args: argparse.Namespace) -> None:
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
-    if not args.time_limit > 0:
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
+    if args.top < 0:
+        raise MapsearchError(f"--top: expected an int >= 0 (0: all layers), got {args.top}")
+    api.check_scheduler(args.scheduler, "--scheduler")
     shapes = None
     if args.input_shape:
         try:
@@ -43,6 +47,7 @@ def run(args: argparse.Namespace) -> None:
     model = api.load_model(args.model, shapes)
     profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
+    api.check_out_directory(out, "--out")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
     plan: list[api.CharacterizeStart] = []
 
@@ -64,10 +69,12 @@ def run(args: argparse.Namespace) -> None:
                   f" ({rec.get('solve_seconds', 0):.1f} s)", file=sys.stderr)
 
     try:
-        result = api.characterize(model, profiles, out, workers=args.workers, scheduler=args.scheduler,
-                                  time_limit=args.time_limit, retry_failed=args.retry_failed,
-                                  chain_fusion=not args.no_chain_fusion, on_start=started, progress=progress,
-                                  chain_progress=chain_progress)
+        # Ctrl-C: the layer cases running are recorded as interrupted, a chain solve cut short is not kept.
+        with api.Interruptible() as it:
+            result = it.call(lambda: api.characterize(
+                model, profiles, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
+                retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion, on_start=started,
+                progress=progress, chain_progress=chain_progress))
     finally:
         bar["close"]()
     paths = dict(result.tables)
@@ -99,8 +106,9 @@ def run(args: argparse.Namespace) -> None:
     if failed:
         print("  failed layers are left out of the totals; rerun with --retry-failed and a longer --time-limit")
     print(f"wrote {', '.join(str(p) for p in paths.values())} and the sweep's exports in {out}", file=sys.stderr)
-    if result.outcome is not None and result.outcome.interrupted:
-        raise CommandFailed(EXIT_INTERRUPTED)
+    if it.interrupted or (result.outcome is not None and result.outcome.interrupted):
+        raise CommandFailed(EXIT_INTERRUPTED, [f"interrupted: what finished is stored in {out}; rerun the same "
+                                               "command to finish"])
     bad = [c for c in result.chains if c["replay"] not in (None, "ok")]
     if bad or any(r["status"] == "MISMATCH" for r in result.layers):
         raise CommandFailed(EXIT_MISMATCH, [f"REPLAY MISMATCH: chain {c['first']} -> {c['second']} on {c['profile']}: "

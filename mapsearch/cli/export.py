@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mapsearch import api
-from mapsearch.atomic import write_text_atomic
+from mapsearch.atomic import check_writable, write_text_atomic
 from mapsearch.errors import MapsearchError
 from mapsearch.report import loopnest
 from mapsearch.report.export_accelforge import accelforge_files, accelforge_yaml
@@ -53,6 +53,8 @@ def _peer_texts(fmt: str, schedule, output: str | None) -> dict[str, str]:
 def run(args: argparse.Namespace) -> None:
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
+    if args.output:
+        check_writable(args.output)  # before the schedule is read, not after the export
     schedule = api.load_schedule(args.schedule)
     if isinstance(schedule, api.FusedSchedule):
         raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")

@@ -21,7 +21,11 @@ and always after ``solve``) or the data check failed; 2 bad input, an
 infeasible problem or any other deliberate error
 (:class:`~mapsearch.errors.MapsearchError`), printed as one line
 ``mapsearch: <message>`` without a traceback unless ``--debug`` is given;
-3 ``solve`` found no schedule within its time limit; 130 interrupted.
+3 ``solve`` found no schedule within its time limit; 130 interrupted (Ctrl-C:
+``solve`` reports and, with ``-o``, writes the best schedule so far after the
+first, a second aborts with nothing written; ``sweep`` and ``characterize``
+keep what finished and record what was running as interrupted). A usage
+error is one line too.
 :func:`main` is the one place that turns a failure into an exit code
 (:mod:`mapsearch.cli.exits`); each command lives in its own module.
 """
@@ -31,11 +35,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from mapsearch.cli import characterize, export, plot, replay, solve, sweep, trace
 from mapsearch.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, CommandFailed
-from mapsearch.errors import MapsearchError, SolverTimeout
+from mapsearch.errors import Interrupted, MapsearchError, SolverTimeout
 from mapsearch.version import __version__
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -45,15 +49,24 @@ log = logging.getLogger("mapsearch")
 COMMANDS = (solve, replay, export, trace, sweep, plot, characterize)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and exit code 2, like any other bad input (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_BAD_INPUT, f"mapsearch: {where}{' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="mapsearch",
         description="Optimal schedules (tilings, loop orders, residency) of einsums on memory hierarchies, and their replay.",
     )
     parser.add_argument("--version", action="version", version=f"mapsearch {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
     # Subcommands accept --debug too; SUPPRESS keeps one given before the subcommand.
-    common = argparse.ArgumentParser(add_help=False)
+    common = _OneLineParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks and debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
@@ -88,13 +101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(_one_line(e), file=sys.stderr)
         return EXIT_TIMEOUT
+    except Interrupted as e:  # Ctrl-C before there was anything to report
+        print(_one_line(e) + "; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except MapsearchError as e:
         if debug:
             raise
         print(_one_line(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("mapsearch: interrupted", file=sys.stderr)
+        print("mapsearch: interrupted; nothing written", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
 

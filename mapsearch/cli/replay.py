@@ -13,6 +13,7 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from mapsearch import api
 from mapsearch.api import compare, load_schedule, replay
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.errors import MapsearchError
@@ -56,11 +57,16 @@ def _plain(value: object) -> object:
 
 
 def run(args: argparse.Namespace) -> None:
+    mode = args.mode or "count"
+    if mode not in api.REPLAY_MODES:  # before the file is read: the flags first
+        raise MapsearchError(f"--mode: expected one of {', '.join(api.REPLAY_MODES)}, got {mode!r}")
     schedule = load_schedule(args.schedule)
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
-    mode = args.mode or "count"
-    result = replay(schedule, mode=mode)
+    try:
+        result = replay(schedule, mode=mode)
+    except api.SimulatorError as e:  # the schedule breaks a rule only the replay sees (e.g. a level overflows)
+        raise MapsearchError(f"{args.schedule}: {e}") from e
     figures = result.figures
     data_ok = getattr(result, "data_ok", None)
     max_abs_error = getattr(result, "max_abs_error", None)

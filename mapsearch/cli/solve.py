@@ -37,7 +37,9 @@ from typing import Any
 
 from mapsearch import api
 from mapsearch.cli import solve_chain, solve_sparse
-from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
+from mapsearch.atomic import check_writable
+from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
+from mapsearch.cli.solve_progress import progress_shown
 from mapsearch.cli.solving import (
     REPLAY_MODES,
     data_check_line,
@@ -47,6 +49,7 @@ from mapsearch.cli.solving import (
     plain,
     replay_mode_of,
     simulator_failure,
+    stopped_by,
 )
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.report.dram_rows import dram_rows_check
@@ -69,7 +72,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "replay it in the simulator and check that the replay agrees with the prediction.",
         epilog="exit codes: 0 ok; 1 replay mismatch (REPLAY MISMATCH: the replayed figures differ from the "
         "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
-        "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
+        "requirements); 3 no schedule found within the time limit (the message gives the best bound); 130 "
+        "interrupted (Ctrl-C: the best schedule so far is reported and, with -o, written; a second Ctrl-C aborts)",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(api.preset_names()) + ")")
@@ -89,6 +93,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="keep every buffer at its level's default position (the result names the restriction)")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+    solve.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress line (it shows on a terminal: phase, best time and words, bound, gap)")
     solve.add_argument(
         "--min-utilization",
         metavar="U",
@@ -158,7 +164,29 @@ def paths_lines(result: api.SolveResult, architecture: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> None:
-    """Run ``mapsearch solve``; a failure raises (:mod:`mapsearch.cli.exits`)."""
+    """Run ``mapsearch solve``; a failure raises (:mod:`mapsearch.cli.exits`).
+
+    It runs under :class:`~mapsearch.solve.interrupt.Interruptible`: the first
+    Ctrl-C stops the search and the best schedule so far is replayed,
+    reported and (with ``-o``) written as usual, then the exit code is 130;
+    a second Ctrl-C aborts at once and nothing is written. On a terminal a
+    progress line shows unless ``--quiet``.
+    """
+    if getattr(args, "output", None):
+        check_writable(args.output)  # before the solve, not after it
+
+    def stopping() -> None:
+        print("\nmapsearch: interrupted: stopping the search; Ctrl-C again to abort", file=sys.stderr)
+
+    with progress_shown(getattr(args, "quiet", False)), api.Interruptible(on_first=stopping) as it:
+        it.call(lambda: _run(args))
+    if it.interrupted:
+        written = f"; written to {args.output}" if getattr(args, "output", None) else ""
+        raise CommandFailed(EXIT_INTERRUPTED, [f"interrupted: the report is of the best schedule found before Ctrl-C"
+                                               f"{written}"])
+
+
+def _run(args: argparse.Namespace) -> None:
     flags = solve_sparse.sparse_flags(args)
     if api.is_chain_file(args.workload):  # a chain or a TeAAL file
         if flags:
@@ -179,8 +207,9 @@ def run(args: argparse.Namespace) -> None:
     workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
     options = options_from_args(args, arch, workload)
     try:
-        result = api.solve(args.workload, arch, getattr(args, "constraints", None) or None, options=options,
-                           replay_mode=mode, strict=False)
+        # The path, not the loaded object: errors name the file, and a tree of one path keeps its tensors rules.
+        result = api.solve(args.workload, args.architecture, getattr(args, "constraints", None) or None,
+                           options=options, replay_mode=mode, strict=False)
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e
     schedule, replayed = result.schedule, result.replayed
@@ -211,9 +240,9 @@ def run(args: argparse.Namespace) -> None:
         raise CommandFailed(EXIT_MISMATCH, failures)
 
     if result.status == "FEASIBLE":
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
-              f"{result.phases[-1].name} {plain(result.objective_value)}, bound {plain(result.objective_bound)}, "
-              f"gap {result.gap:.2%}", file=sys.stderr)
+        bound = "no bound yet" if result.objective_bound == 0 else f"bound {plain(result.objective_bound)}"
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({stopped_by(result, options)}): "
+              f"{result.phases[-1].name} {plain(result.objective_value)}, {bound}, gap {result.gap:.2%}", file=sys.stderr)
     if args.output:
         api.save_schedule(schedule, args.output)
         log.info("wrote %s", args.output)

@@ -36,7 +36,7 @@ import sys
 
 from mapsearch import api
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
-from mapsearch.cli.solving import options_from_args, plain, replay_mode_of, simulator_failure
+from mapsearch.cli.solving import options_from_args, plain, replay_mode_of, simulator_failure, stopped_by
 from mapsearch.errors import UsageError
 from mapsearch.report.chain_report import chain_report_dict, render_chain_text, teaal_notes
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> None:
     arch = api.load_architecture(args.architecture)
     options = options_from_args(args, arch)
     try:
-        result = api.solve_chain(args.workload, arch, options=options, replay_mode=mode, strict=False,
+        result = api.solve_chain(args.workload, args.architecture, options=options, replay_mode=mode, strict=False,
                                  extents=extents_of(args))
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> None:
     if result.unfused is not None and result.unfused.status == "FEASIBLE":
         loose.append("unfused")
     if loose:
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({stopped_by(None, options)}): "
               f"{', '.join(loose)}", file=sys.stderr)
     if args.output:
         api.save_schedule(result, args.output)

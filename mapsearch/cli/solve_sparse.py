@@ -26,6 +26,7 @@ from mapsearch.cli.solving import (
     objective_of,
     options_from_args,
     simulator_failure,
+    stopped_by,
 )
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.report.sparse_report import render_sparse_text, sparse_report_dict
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace, mode: str, flags: list[str]) -> bool:
 
     if result.status == "FEASIBLE":
         last = result.phases[-1]
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal (time limit {options.time_limit:g} s): "
+        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({stopped_by(None, options)}): "
               f"{last.name} {float(last.value):.6g}, bound {float(last.bound):.6g}, gap {last.gap:.2%}", file=sys.stderr)
     if args.output:
         api.save_schedule(result.schedule, args.output)

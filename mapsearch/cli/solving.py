@@ -16,7 +16,7 @@ from mapsearch.errors import UsageError
 from mapsearch.report.text import exact_text as plain
 
 __all__ = ["REPLAY_MODES", "FLAGS", "options_from_args", "parse_link_energy", "objective_of", "replay_mode_of",
-           "mismatch_lines", "data_check_line", "simulator_failure", "plain"]
+           "mismatch_lines", "data_check_line", "simulator_failure", "plain", "stopped_by"]
 
 REPLAY_MODES = ("count", "events", "data")
 OBJECTIVES = ("time", "words", "energy")
@@ -55,6 +55,15 @@ def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None)
     if objective != "energy" and (link_energy or op_energy is not None):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)
     return options
+
+
+def stopped_by(result: Any, options: api.SolveOptions) -> str:
+    """What cut a search short, for the FEASIBLE warning: Ctrl-C, the work limit or the time limit."""
+    if getattr(result, "interrupted", False) or api.stopped():
+        return "interrupted by Ctrl-C"
+    if options.work_limit is not None:
+        return f"work limit {options.work_limit:g} deterministic s or time limit {options.time_limit:g} s"
+    return f"time limit {options.time_limit:g} s"
 
 
 def objective_of(args: argparse.Namespace) -> str:

@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> None:
     if work is not None and not work > 0:
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
+    api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first
+    api.check_scheduler(args.scheduler, "--scheduler")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
 
     def started(s: api.SweepStart) -> None:
@@ -72,7 +74,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "store each result in DIR/results.sqlite as it ends, and export results.jsonl, results.csv, "
         "schedules/<case_id>.json and summary.txt. Rerunning skips finished cases.",
         epilog="exit codes: 0 ok (failed cases are recorded and listed); 1 a replay disagreed with its prediction; "
-        "2 bad input; 130 interrupted (finished cases are kept; rerun to continue)",
+        "2 bad input or DIR held by another sweep; 130 interrupted (finished cases are kept, the running ones recorded "
+        "as interrupted; rerun to continue)",
     )
     p.add_argument("sweep", metavar="SWEEP.yaml", help="sweep file (see examples/sweeps/)")
     p.add_argument("--out", metavar="DIR", help="results directory (default: ./<sweep name>-results)")

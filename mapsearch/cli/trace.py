@@ -18,7 +18,7 @@ __all__ = ["FORMATS", "add_parser", "run"]
 
 FORMATS = ("ramulator2", "ramulator1", "dramsim3")
 FLAGS = {"format": "--format", "method": "--method", "dram": "--dram", "element_bytes": "--element-bytes",
-         "request_bytes": "--request-bytes"}
+         "request_bytes": "--request-bytes", "cycles_per_request": "--cycles-per-request"}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from mapsearch.atomic import check_writable
 from mapsearch.dram.geometry import PRESETS, DramSpec
 from mapsearch.dram.layout import Layouts
 from mapsearch.dram.options import load_trace_options
@@ -61,6 +62,12 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
         raise UsageError(name("format"), "one of " + ", ".join(FORMATS), format)
     if method not in METHODS:
         raise UsageError(name("method"), "auto, walk or events", method)
+    if request_bytes is not None and request_bytes < 1:
+        raise UsageError(name("request_bytes"), ">= 1", request_bytes)
+    if cycles_per_request < 1:
+        raise UsageError(name("cycles_per_request"), ">= 1", cycles_per_request)
+    if output is not None:
+        check_writable(output)  # before the trace is computed, not after
     if not isinstance(schedule, Schedule):
         schedule = load_schedule(schedule)
     override = None
@@ -77,8 +84,6 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
         spec = spec.with_(element_bytes=element_bytes)
         layouts = Layouts(schedule.workload, spec, {t: p.spec for t, p in layouts.placements.items()})
     order = opts.element_order if element_order is None else element_order
-    if request_bytes is not None and request_bytes < 1:
-        raise UsageError(name("request_bytes"), ">= 1", request_bytes)
     rb = RowBuffer(spec, schedule.workload.tensor_names)
     counted = {"addresses": 0}
     start = time.perf_counter()

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mapsearch.budget import checkpoint
 from mapsearch.model.chains_pieces import level_pieces
 from mapsearch.model.footprints import Footprint, footprint_values, is_positional
 from mapsearch.model.spatial_chains import spatial_quantities
@@ -160,6 +161,7 @@ def _families(extent: int, bounds: list[tuple[int, int]]) -> tuple[list[str], st
              (["coarse"] * depth, "all levels powers of two, ceil(E/2^k), divisors")]
     limit = FULL_ENUMERATION_LIMIT if depth <= 2 else DEEP_ENUMERATION_LIMIT
     for families, label in tiers:
+        checkpoint(f"counting the tile chains of an extent of {extent:,}")
         if _raw_size(extent, bounds, families) <= limit:
             return families, label
     return tiers[-1]
@@ -195,13 +197,19 @@ def enumerate_chains(
     if pinned:
         bounds = [(extent, extent)] * depth
     bounds = [(max(1, lo), min(extent, hi)) for lo, hi in bounds]
+    doing = f"enumerating the tile chains of an extent of {extent:,}"
+    checkpoint(doing)
     raw = _raw_size(extent, bounds)
+    checkpoint(doing)
     families, label = _families(extent, bounds)
     reduced = label != "full"
+    checkpoint(doing)
     tiles = _enumerate_tiles(extent, bounds, families)
     if tiles.shape[0] == 0:
         return _empty(extent, depth, footprints, raw, reduced)
+    checkpoint(doing)
     q = _quantities(extent, tiles, footprints, block)
+    checkpoint(doing)
     if spatial_level is not None and max_factor > 1 and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
@@ -269,6 +277,7 @@ def _positional_quantities(extent: int, tiles: np.ndarray, counts: np.ndarray, f
     load = np.cumsum(counts.sum(axis=1))
     first = 0
     while first < rows:
+        checkpoint(f"summing the pieces of an extent of {extent:,}")
         done = load[first - 1] if first else 0
         last = max(first + 1, int(np.searchsorted(load, done + PIECES_PER_BATCH, side="right")))
         batch = np.arange(first, last)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mapsearch.budget import checkpoint
 from mapsearch.model.chains import DimChains
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
@@ -140,6 +141,7 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     per_row = max(1, cols * xb.shape[1] * c.shape[1])
     step = max(1, _BLOCK // per_row)
     for lo_row in range(0, rows, step):
+        checkpoint(f"tabling the coincidences of {rows:,} x {cols:,} window chains")
         sl = slice(lo_row, lo_row + step)
         XB, XA, M = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None]
         C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mapsearch.budget as budget
 from mapsearch.report.json_report import _number
 from mapsearch.report.loopnest import loop_nest_lines
 from mapsearch.report.solve_report import BAD, OK, problem_line
@@ -117,7 +118,8 @@ def render_sparse_text(result: Any, densities: dict, formats: dict, dense_replay
                  + " (density model; tiles must fit as if dense)")
     last = result.phases[-1]
     if result.status == "FEASIBLE":
-        lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
+        why = "Ctrl-C stopped the search" if budget.stopped() else "the time limit stopped the search"
+        lines.append(f"*** FEASIBLE, NOT PROVEN OPTIMAL: {why}. Best {last.name} found "
                      f"{float(last.value):,.6g}, bound {float(last.bound):,.6g}, gap {last.gap:.2%} ***")
     unit = lambda name: "clocks" if name.endswith("time") else "words"  # noqa: E731
     phases = ", then ".join(f"{p.name} {float(p.value):,.6g} {unit(p.name)} (bound {float(p.bound):,.6g})"

@@ -275,12 +275,40 @@ def _check_predicted_names(predicted: Figures, schedule: Schedule, source: str) 
             raise _note(source, join_path(["predicted", "occupancy", level]), f"unknown level; expected one of {', '.join(arch.level_names)}")
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
 def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path``; unreadable or malformed files are one SpecError line."""
+    """The parsed JSON of ``path``; unreadable, malformed, ambiguous or too deep files are one SpecError line.
+
+    A key given twice in one object is an error (JSON leaves it undefined;
+    Python would keep the last silently), as in the YAML specs.
+    """
+    from mapsearch.spec import limits
+
+    source = str(path)
     try:
-        return json.loads(read_text(path))
+        data = json.loads(read_text(path), object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
-        raise _note(str(path), f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+        raise _note(source, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+    except RecursionError:
+        raise _note(source, "", f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
+    except ValueError as e:  # a key given twice, an int beyond Python's digit limit
+        raise _note(source, "", f"malformed JSON: {' '.join(str(e).split())}") from None
+    deep = limits.depth_error(data)
+    if deep is not None:
+        raise _note(source, "", deep)
+    return data
 
 
 def load_schedule(path: str | Path) -> Schedule:

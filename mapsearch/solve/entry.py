@@ -17,13 +17,16 @@ through ``names``, the command-line flag that gave it).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Union
 
 from mapsearch.dram.layout import LayoutSpec, layout_specs
-from mapsearch.errors import InfeasibleError, ReplayMismatch, ScheduleError, SolverTimeout, SpecError, UsageError
+import mapsearch.budget as budget
+from mapsearch.errors import (InfeasibleError, Interrupted, ReplayMismatch, ScheduleError, SolverTimeout, SpecError,
+                              UsageError)
 from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import Figures, differences
@@ -33,7 +36,8 @@ from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_option
 from mapsearch.solve.chain_replay import replay_checks
 from mapsearch.solve.explain import with_core
 from mapsearch.solve.run import SolveResult, solve as solve_problem
-from mapsearch.solve.tree import solve_tree
+from mapsearch.solve.tree import path_rules, solve_tree
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, as_fraction
 from mapsearch.spec.constraints import Constraints, check_constraints
 from mapsearch.spec.inputs import (
@@ -45,10 +49,11 @@ from mapsearch.spec.inputs import (
     constraints_of,
     workload_of,
 )
-from mapsearch.spec.load import check_homes
+from mapsearch.spec.load import check_homes, check_problem
 from mapsearch.spec.reading import read_yaml
 from mapsearch.spec.tree_nodes import Tree
-from mapsearch.spec.tree_paths import flatten
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import flatten, path_architecture
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
 __all__ = ["Number", "solve_options", "solve_inputs", "solve", "solve_chain", "replay_result", "predicted_figures"]
@@ -56,11 +61,24 @@ __all__ = ["Number", "solve_options", "solve_inputs", "solve", "solve_chain", "r
 Number = Union[int, float, Fraction, str]  # an exact number: 2, 0.25, Fraction(1, 3) or '1/3'
 
 
+MAX_WORKERS = 4096  # CP-SAT workers; more is a typo
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit int
+
+
 def _exact(name: str, value: Number, expected: str) -> Fraction:
     try:
-        return as_fraction(value)
+        x = as_fraction(value)
     except (TypeError, ValueError, ZeroDivisionError):
         raise UsageError(name, expected, value) from None
+    if limits.exact_error(x) is not None:  # the model scales by its denominator: keep it within its integers
+        raise UsageError(name, f"{expected}, numerator and denominator at most 2^62", value)
+    return x
+
+
+def _seconds(name: str, value: float, expected: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(name, expected, value)
+    return float(value)
 
 
 def _link_names(architecture: Architecture | Tree | None) -> tuple[str, ...] | None:
@@ -95,13 +113,9 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
             raise UsageError(name("objective"), "one of " + ", ".join(OBJECTIVES), objective)
         given["objective"] = objective
     if time_limit is not None:
-        if not time_limit > 0:
-            raise UsageError(name("time_limit"), "seconds > 0", time_limit)
-        given["time_limit"] = float(time_limit)
+        given["time_limit"] = _seconds(name("time_limit"), time_limit, "seconds > 0")
     if work_limit is not None:
-        if not work_limit > 0:
-            raise UsageError(name("work_limit"), "deterministic seconds > 0", work_limit)
-        given["work_limit"] = float(work_limit)
+        given["work_limit"] = _seconds(name("work_limit"), work_limit, "deterministic seconds > 0")
     if min_utilization is not None:
         u = _exact(name("min_utilization"), min_utilization, "a number in (0, 1]")
         if not 0 < u <= 1:
@@ -110,8 +124,12 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
     if workers is not None:
         if workers < 1:
             raise UsageError(name("workers"), "an int >= 1", workers)
+        if workers > MAX_WORKERS:
+            raise UsageError(name("workers"), f"an int between 1 and {MAX_WORKERS:,}", workers)
         given["workers"] = int(workers)
     if seed is not None:
+        if not 0 <= seed <= MAX_SEED:
+            raise UsageError(name("seed"), f"an int between 0 and {MAX_SEED:,}", seed)
         given["seed"] = int(seed)
     if link_energy is not None:
         links = _link_names(architecture)
@@ -210,10 +228,33 @@ def solve_inputs(workload: WorkloadSource, architecture: ArchitectureSource, con
         raise UsageError("architecture", "one compute path (solve takes a tree with several)", arch.name)
     all_homes = {**loaded.homes, **dict(homes or {})}
     check_homes(all_homes, w, arch, loaded.source)
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, _source_name(architecture, arch.name))
     c = constraints_of(constraints)
     if constraints is not None:
         check_constraints(c, w, arch, _source_name(constraints, "constraints"))
     return w, arch, all_homes, c
+
+
+def _one_path_tree(source: ArchitectureSource) -> Tree | None:
+    """The tree of a tree file with one compute path: solved with its ``tensors`` rules, names checked."""
+    if isinstance(source, (str, Path)) and Path(source).is_file() and is_tree_file(source):
+        tree = load_tree(source)
+        return tree if len(flatten(tree)) == 1 else None
+    return None
+
+
+def _solve_one_path(tree: Tree, workload: WorkloadSource, architecture: ArchitectureSource,
+                    constraints: ConstraintsSource, homes: Mapping[str, str] | None,
+                    options: SolveOptions) -> SolveResult:
+    """A one-path tree as a flat architecture (named after the tree), its rules as keep constraints."""
+    w, loaded = _one_einsum(workload)
+    path = flatten(tree)[0]
+    arch = replace(path_architecture(path, w), name=tree.name)  # unknown names: a TreeError
+    all_homes = {**loaded.homes, **dict(homes or {})}
+    check_homes(all_homes, w, arch, loaded.source)
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, str(architecture))
+    merged = path_rules(path, arch, w, all_homes, constraints_of(constraints))
+    return solve_problem(Problem(w, arch, tuple(all_homes.items())), merged, options)
 
 
 def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraints: ConstraintsSource = None, *,
@@ -231,14 +272,17 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     _check_mode(replay_mode)
     options = options or SolveOptions()
     arch = architecture_of(architecture)
+    one_path = _one_path_tree(architecture)
     try:
-        if isinstance(arch, Tree):
+        if one_path is not None:
+            result = _solve_one_path(one_path, workload, architecture, constraints, homes, options)
+        elif isinstance(arch, Tree):
             w, loaded = _one_einsum(workload)
             extra = constraints_of(constraints) if constraints is not None else None
             _, result, outcomes = solve_tree(arch, w, {**loaded.homes, **dict(homes or {})}, options, extra)
             result = replace(result, paths=outcomes)
         else:
-            w, arch, all_homes, c = solve_inputs(workload, arch, constraints, homes)
+            w, arch, all_homes, c = solve_inputs(workload, architecture, constraints, homes)
             result = solve_problem(Problem(w, arch, tuple(all_homes.items())), c, options)
     except InfeasibleError as e:
         raise with_core(e) from e
@@ -274,6 +318,8 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
         if level not in arch.level_names:
             raise SpecError(loaded.source, f"homes.{t}", "", detail=f"unknown level {level!r}; {arch.name} "
                             f"has {', '.join(arch.level_names)}")
+    tensors = dict.fromkeys(t.name for e in graph.einsums for t in e.tensors)
+    check_problem(graph.extents, tensors, arch, loaded.source, _source_name(architecture, arch.name))
     options = options or SolveOptions()
     if loaded.teaal is not None:
         result = solve_teaal(graph, arch, loaded.teaal, options)
@@ -281,6 +327,8 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
         result = solve_chain_options(graph, arch, all_homes, options)
     result = replace(result, teaal=loaded.teaal)
     if not result.candidates():
+        if budget.stopped():
+            raise Interrupted("interrupted before any option of the chain had a schedule")
         if any(o.status == "TIMEOUT" for o in result.fused) or "time limit" in result.unfused_reason:
             raise SolverTimeout("no schedule for this chain within the time limit: " + "; ".join(
                 [f"fused at {o.level}: {o.status} {o.reason}" for o in result.fused]

@@ -18,12 +18,12 @@ from mapsearch.solve.run import SolveResult, solve
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.constraints import Constraints, check_constraints
 from mapsearch.spec.tree_nodes import Tree
-from mapsearch.spec.tree_paths import UnusablePath, flatten, path_architecture, path_constraints
+from mapsearch.spec.tree_paths import FlatPath, UnusablePath, flatten, path_architecture, path_constraints
 from mapsearch.spec.workload import Workload
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NoUsablePath", "PathOutcome", "solve_tree"]
+__all__ = ["NoUsablePath", "PathOutcome", "path_rules", "solve_tree"]
 
 
 class NoUsablePath(MapsearchError):
@@ -51,6 +51,19 @@ def _rank(result: SolveResult, objective: str) -> tuple:
     return (result.phases[0].value, time, words)
 
 
+def path_rules(path: FlatPath, arch: Architecture, workload: Workload, homes: Mapping[str, str],
+               extra: Constraints) -> Constraints:
+    """The path's ``tensors`` rules (:func:`path_constraints`) and ``extra`` constraints, checked against ``arch``.
+
+    Raises :class:`UnusablePath` when the rules contradict the homes and a
+    SpecError when the constraints name what the path lacks.
+    """
+    rules = path_constraints(path, workload, homes)
+    merged = replace(extra, name=extra.name or rules.name, keep=rules.keep + extra.keep)
+    check_constraints(merged, workload, arch, "constraints")
+    return merged
+
+
 def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None = None,
                options: SolveOptions | None = None, constraints: Constraints | None = None,
                ) -> tuple[str, SolveResult, tuple[PathOutcome, ...]]:
@@ -73,13 +86,10 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     outcomes: list[PathOutcome] = []
     for path, arch in bound:
         try:
-            rules = path_constraints(path, workload, homes)
+            merged = path_rules(path, arch, workload, homes, extra)
         except UnusablePath as e:
             outcomes.append(PathOutcome(path.compute_name, arch, skipped=str(e)))
             continue
-        merged = replace(extra, name=extra.name or rules.name, keep=rules.keep + extra.keep)
-        try:
-            check_constraints(merged, workload, arch, "constraints")
         except SpecError as e:
             outcomes.append(PathOutcome(path.compute_name, arch, skipped=f"constraints do not fit this path: {e}"))
             continue

@@ -21,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from mapsearch.errors import SpecError
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import Workload
 
@@ -65,16 +64,11 @@ def resolve_tensor(tensor: str, w: Workload, source: str, field: str) -> str:
 
 
 def load_constraints(path: str | Path) -> Constraints:
-    source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise SpecError(source, "", "", detail=f"cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        raise SpecError(source, where, "", detail=f"malformed YAML: {getattr(exc, 'problem', exc)}") from None
-    return constraints_from_dict(data or {}, source)
+    """Read a constraints file as the specs are read (UTF-8, no key given twice, bounded nesting)."""
+    from mapsearch.spec.reading import read_yaml
+
+    data = read_yaml(path)
+    return constraints_from_dict({} if data is None else data, str(path))
 
 
 def _mapping(value: object, source: str, field: str) -> dict:
@@ -85,7 +79,10 @@ def _mapping(value: object, source: str, field: str) -> dict:
 
 def _positive_int(value: object, source: str, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SpecError(source, field, "int >= 1", value)
+        raise SpecError(source, field, "int >= 1", limits.describe(value))
+    too_big = limits.extent_error(value)
+    if too_big is not None:
+        raise SpecError(source, field, "", detail=too_big)
     return value
 
 
@@ -104,7 +101,9 @@ def constraints_from_dict(data: dict, source: str) -> Constraints:
                 if extra:
                     raise SpecError(source, field, "keys min and/or max", sorted(extra))
                 lo = _positive_int(spec.get("min", 1), source, f"{field}.min")
-                hi = _positive_int(spec.get("max", 2**62), source, f"{field}.max")
+                hi = _positive_int(spec["max"], source, f"{field}.max") if "max" in spec else limits.MAX_EXTENT
+                if lo > hi:
+                    raise SpecError(source, field, "min <= max", spec)
             else:
                 lo = hi = _positive_int(spec, source, field)
             tiles.append(TileLimit(str(level), str(dim), lo, hi))
@@ -112,6 +111,8 @@ def constraints_from_dict(data: dict, source: str) -> Constraints:
     for level, dims in _mapping(data.get("orders", {}), source, "orders").items():
         if not isinstance(dims, list) or not all(isinstance(d, str) for d in dims):
             raise SpecError(source, f"orders.{level}", "a list of dimension names", dims)
+        if len(set(dims)) != len(dims):
+            raise SpecError(source, f"orders.{level}", "a list of distinct dimension names", dims)
         orders.append((str(level), tuple(dims)))
     keep = []
     for level, per_tensor in _mapping(data.get("keep", {}), source, "keep").items():

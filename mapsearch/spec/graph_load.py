@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from mapsearch.spec import limits
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import Einsum, WorkloadGraph
@@ -58,6 +59,9 @@ def graph_from_einsums(name: str, einsums: Sequence[Einsum], extents: Mapping[st
             raise _note(source, join_path([extents_field, d]), f"unknown dimension; the einsums use {', '.join(used)}")
         if not _is_int(v) or v < 1:
             raise _error(source, join_path([extents_field, d]), "int >= 1", v)
+        too_big = limits.extent_error(v)
+        if too_big is not None:
+            raise _note(source, join_path([extents_field, d]), too_big)
     for i, e in enumerate(einsums):
         for d in e.dims:
             if d not in extents:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from fractions import Fraction
+from typing import Any, Iterable, Mapping
 
 from mapsearch.errors import SpecError
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import (
@@ -52,6 +54,7 @@ __all__ = [
     "architecture_from_dict",
     "homes_from_dict",
     "check_homes",
+    "check_problem",
     "workload_to_dict",
     "architecture_to_dict",
     "read_yaml",
@@ -83,6 +86,9 @@ def _workload(data: Mapping[str, Any], source: str, prefix: str) -> Workload:
     for d in dims:
         if d not in extents:
             raise _note(source, f("extents", d), f"missing; the einsum uses dimension {d!r} (expected int >= 1)")
+        too_big = limits.extent_error(extents[d])
+        if too_big is not None:
+            raise _note(source, f("extents", d), too_big)
     return Workload(data["name"], einsum, tuple((d, int(extents[d])) for d in dims))
 
 
@@ -128,21 +134,24 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
         capacity = raw["capacity"]
         if capacity is None and i != 0:
             raise _error(source, f("levels", i, "capacity"), "int > 0 (only the top level may be unbounded, null)", None)
+        _guard(limits.capacity_error(capacity), source, f("levels", i, "capacity"))
         link = None
         if i == 0:
             if "link" in raw:
                 raise _note(source, f("levels", 0, "link"), "the top level has no link above it; remove this field")
         else:
             raw_link = raw.get("link") or {}
-            down = fraction_from_json(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"), positive=True)
+            down = _rate(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"))
             up_raw = raw_link.get("output_clocks_per_word")
-            up = down if up_raw is None else fraction_from_json(up_raw, source, f("levels", i, "link", "output_clocks_per_word"), positive=True)
+            up = down if up_raw is None else _rate(up_raw, source, f("levels", i, "link", "output_clocks_per_word"))
             link = Link(down, up, raw_link.get("lines", SHARED))
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
     compute_raw = data.get("compute") or {}
     block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
-    clocks = fraction_from_json(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"), positive=True)
+    for d, b in block:
+        _guard(limits.extent_error(b), source, f("compute", "block", d))
+    clocks = _rate(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"))
     from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
 
     return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
@@ -155,6 +164,7 @@ def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tup
     given = raw.get("instances")
     if raw_mesh is None:
         n = 1 if given is None else int(given)
+        _guard(limits.instances_error(n), source, f("levels", i, "instances"))
         if n != 1 and i == 0:
             raise _note(source, f("levels", 0, "instances"), "the top level cannot have a mesh (spatial instances); remove this field")
         return n, (() if n == 1 else (MeshAxis("x", n, ("all",)),))
@@ -166,12 +176,27 @@ def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tup
         if ax["name"] in seen:
             raise _error(source, f("levels", i, "mesh", j, "name"), f"an axis name not used by another axis (mesh[{seen[ax['name']]}])", ax["name"])
         seen[ax["name"]] = j
+        _guard(limits.instances_error(ax["size"], ax["name"]), source, f("levels", i, "mesh", j, "size"))
         reuse = tuple(ax.get("may_reuse", ["all"]))
         axes.append(MeshAxis(ax["name"], int(ax["size"]), reuse))
     n = math.prod(a.size for a in axes)
+    _guard(limits.instances_error(n), source, f("levels", i, "mesh"))
     if given is not None and int(given) != n:
         raise _error(source, f("levels", i, "instances"), f"{n} (the product of the mesh sizes) or no instances field", given)
     return n, tuple(axes)
+
+
+def _guard(problem: str | None, source: str, field: str) -> None:
+    """Raise the size guard's complaint (:mod:`mapsearch.spec.limits`), if any, as a SpecError on ``field``."""
+    if problem is not None:
+        raise _note(source, field, problem)
+
+
+def _rate(value: object, source: str, field: str) -> Fraction:
+    """A cost in clocks (per word, per call): an exact number > 0 the solver can scale by."""
+    x = fraction_from_json(value, source, field, positive=True)
+    _guard(limits.exact_error(x), source, field)
+    return x
 
 
 def architecture_from_dict(data: object, source: str = "<architecture>") -> Architecture:
@@ -194,6 +219,43 @@ def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Arch
             raise _note(source, join_path(["homes", tensor]), f"unknown tensor; expected one of {', '.join(names)}")
         if level not in levels:
             raise _error(source, join_path(["homes", tensor]), f"a level of {architecture.name!r} ({', '.join(levels)})", level)
+
+
+def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
+                  architecture_source: str) -> None:
+    """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
+
+    The compute block may name only the workload's dimensions, a mesh
+    axis's ``may_reuse`` only its tensors (or the roles); the largest
+    figure must fit the solver's integers (:func:`limits.problem_error`).
+    """
+    extents = tuple(extents)
+    tensors = tuple(tensors)
+    dims = [d for d, _ in extents]
+    for d, _ in architecture.compute.block:
+        if d not in dims:
+            raise _note(architecture_source, join_path(["compute", "block", d]),
+                        f"unknown dimension; the workload {source} uses {', '.join(dims)}")
+    for i, lv in enumerate(architecture.levels):
+        for j, axis in enumerate(lv.mesh):
+            for k, name in enumerate(axis.may_reuse):
+                if name not in _REUSE_ROLES and name not in tensors:
+                    raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k]),
+                                 f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
+    numbers = [architecture.compute.clocks_per_call]
+    numbers += [x for lv in architecture.levels if lv.link is not None
+                for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
+    instances = math.prod(lv.instances for lv in architecture.levels)
+    block = dict(architecture.compute.block)
+    problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
+    if problem is None:
+        return
+    if limits.problem_error(extents, block, len(tensors), 1, ()) is not None:  # the extents alone are too big
+        raise _note(source, "extents", f"{problem} (on {architecture_source})")
+    raise _note(architecture_source, "", f"with {source}: {problem}")
+
+
+_REUSE_ROLES = ("input", "output", "all", "none")
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -220,6 +282,7 @@ def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tu
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
     architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
+    check_problem(workload.extents, workload.tensor_names, architecture, str(workload_path), str(architecture_path))
     return workload, architecture, homes
 
 

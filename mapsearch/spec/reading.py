@@ -17,9 +17,10 @@ from typing import Any, Iterable
 import yaml
 
 from mapsearch.errors import SpecError
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import as_fraction
 
-__all__ = ["read_text", "parse_yaml", "read_yaml", "join_path", "fraction_to_json", "fraction_from_json"]
+__all__ = ["read_text", "parse_yaml", "read_yaml", "join_path", "fraction_to_json", "fraction_from_json", "construct_int"]
 
 
 # --------------------------------------------------------------------------
@@ -28,9 +29,8 @@ __all__ = ["read_text", "parse_yaml", "read_yaml", "join_path", "fraction_to_jso
 
 
 def _short(value: object, limit: int = 60) -> str:
-    """``repr`` on one line, cut to ``limit`` characters."""
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """``repr`` on one line, cut to ``limit`` characters (a huge int by its number of digits)."""
+    return limits.describe(value, limit)
 
 
 def _error(source: str, field: str, expected: str, got: object) -> SpecError:
@@ -105,7 +105,18 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
+def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """SafeLoader's int, with an int too long for Python to convert as a YAML error at its line."""
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {len(node.value):,} characters, beyond what Python converts", node.start_mark
+        ) from None
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
 
 
 def read_text(path: str | Path) -> str:
@@ -124,9 +135,11 @@ def read_text(path: str | Path) -> str:
 
 
 def parse_yaml(text: str, source: str) -> Any:
-    """Parse YAML text; a syntax error names the source and the line."""
+    """Parse YAML text; a syntax error names the source and the line, too deep a nesting is refused."""
+    loader = None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        loader = _StrictLoader(text)  # refuses characters YAML forbids (NUL, ...) already here
+        data = loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}" if mark is not None else ""
@@ -134,6 +147,15 @@ def parse_yaml(text: str, source: str) -> Any:
         raise _note(source, where, f"malformed YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise _note(source, "", f"malformed YAML: {e}") from None
+    except RecursionError:
+        raise _note(source, "", f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    deep = limits.depth_error(data)
+    if deep is not None:
+        raise _note(source, "", deep)
+    return data
 
 
 def read_yaml(path: str | Path) -> Any:

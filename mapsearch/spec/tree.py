@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, as_fraction
 from mapsearch.spec.reading import read_text
 from mapsearch.spec.set_expr import SetExprSyntaxError, parse_set_expr
@@ -156,15 +157,20 @@ class _Builder:
             raise TreeError(where, f"expected a number > 0 (int, decimal or 'a/b'), got {_short(value)}") from None
         if x <= 0:
             raise TreeError(where, f"expected a number > 0 (int, decimal or 'a/b'), got {_short(value)}")
+        _guard(limits.exact_error(x), where)
         return x
 
     def size(self, value: Any, where: Where) -> int | None:
         if value is None or (isinstance(value, float) and math.isinf(value) and value > 0) or value in ("inf", "unbounded"):
             return None
         if isinstance(value, str) and _PRODUCT.match(value):
-            value = math.prod(int(p) for p in value.split("*"))
+            try:
+                value = math.prod(int(p) for p in value.split("*"))
+            except ValueError:  # a factor of more digits than Python converts
+                raise TreeError(where, f"expected words: a product of ints, got {_short(value)}") from None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TreeError(where, f"expected words: int > 0 (or a product such as 64*1024), or inf, got {_short(value)}")
+        _guard(limits.capacity_error(value), where)
         return value
 
     def link(self, fields: Mapping[str, tuple[Any, Where, _MDict, str]]) -> Link | None:
@@ -263,6 +269,7 @@ class _Builder:
             fanout = item.get("fanout")
             if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < 1:
                 raise TreeError(self.value_at(item, "fanout", _join(f, "fanout")), f"expected fanout: int >= 1, got {_short(fanout)}")
+            _guard(limits.instances_error(fanout, name), self.value_at(item, "fanout", _join(f, "fanout")))
             may = self.rule(item, "may_reuse", f, "All")
             must = self.rule(item, "must_reuse", f, "Nothing")
             axes.append(SpatialAxis(name, fanout, may, must, at))
@@ -304,6 +311,7 @@ class _Builder:
                     raise TreeError(at, f"expected a dimension name (letters, digits, _), got {_short(d)}")
                 if isinstance(b, bool) or not isinstance(b, int) or b < 1:
                     raise TreeError(self.value_at(blk, d, _join(at.field, d)), f"expected int >= 1, got {_short(b)}")
+                _guard(limits.extent_error(b), self.value_at(blk, d, _join(at.field, d)))
                 pairs.append((d, b))
             block = tuple(pairs)
         clocks = self.number(*fields["clocks_per_call"][:2]) if "clocks_per_call" in fields else Fraction(1)
@@ -330,13 +338,18 @@ def _join(field: str, key: object) -> str:
     return f"{field}.{key}" if field else str(key)
 
 
+def _guard(problem: str | None, where: Where) -> None:
+    """A size guard's complaint (:mod:`mapsearch.spec.limits`), if any, as a TreeError at ``where``."""
+    if problem is not None:
+        raise TreeError(where, problem)
+
+
 def _short(value: object, limit: int = 60) -> str:
     if isinstance(value, _Tagged):
         return value.tag
     if isinstance(value, (_MDict, _MList)):
         value = type(value).__mro__[1](value)
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return limits.describe(value, limit)
 
 
 def parse_tree(data: Any, source: str = "<tree>") -> Tree:

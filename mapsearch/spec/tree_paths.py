@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 from mapsearch.errors import MapsearchError
+from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.constraints import Constraints
 from mapsearch.spec.set_expr import union_terms
@@ -205,6 +206,8 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
         stages = []
         mesh = tuple(_mesh_axis(a) for a in n.spatial)
         instances = math.prod(a.size for a in mesh)
+        if limits.instances_error(instances) is not None:
+            raise TreeError(n.where, limits.instances_error(instances))
         levels.append(Level(n.name, n.size, link, instances, mesh))
         if n.keep or n.may_keep or n.bypass:
             keep_rules.append(KeepRule(n.name, n.keep, n.may_keep, n.bypass))

@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 
 from mapsearch.errors import SpecError
+from mapsearch.spec import limits
+from mapsearch.spec.reading import construct_int
 
 __all__ = ["TAGS", "Where", "TreeError"]
 
@@ -128,6 +130,7 @@ def _unknown_tag(loader: _TreeLoader, suffix: str, node: yaml.Node) -> Any:
 
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_TreeLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
 for _tag in TAGS:
     _TreeLoader.add_constructor(_tag, _construct_tagged)
 _TreeLoader.add_multi_constructor("!", _unknown_tag)
@@ -136,10 +139,11 @@ _TreeLoader.add_multi_constructor("tag:yaml.org,2002:python/", _unknown_tag)
 
 def _parse_yaml(text: str, source: str) -> Any:
     """The YAML document with marks; malformed YAML is one TreeError at the problem's line and column."""
-    loader = _TreeLoader(text)
-    loader.source = source
+    loader = None
     try:
-        return loader.get_single_data()
+        loader = _TreeLoader(text)  # refuses characters YAML forbids (NUL, ...) already here
+        loader.source = source
+        data = loader.get_single_data()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "syntax error"
@@ -147,5 +151,12 @@ def _parse_yaml(text: str, source: str) -> Any:
         raise TreeError(where, f"malformed YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise TreeError(Where(source, 1, 1), f"malformed YAML: {e}") from None
+    except RecursionError:
+        raise TreeError(Where(source, 1, 1), f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+    deep = limits.depth_error(data)
+    if deep is not None:
+        raise TreeError(Where(source, 1, 1), deep)
+    return data

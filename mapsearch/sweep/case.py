@@ -30,10 +30,12 @@ from mapsearch.schedule.json_io import dumps_schedule
 from mapsearch.solve.entry import solve
 from mapsearch.spec.inputs import architecture_of, constraints_of, workload_of
 
-__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES"]
+__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES", "INTERRUPTED"]
 
 OK_STATUSES = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 FAILED_STATUSES = ("INFEASIBLE", "TIMEOUT", "MISMATCH", "ERROR")
+# A case that was running when the sweep was interrupted: recorded, but not a result; every rerun solves it.
+INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from mapsearch.sweep.case import FAILED_STATUSES, Case
+from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
 from mapsearch.sweep.store import ResultStore
 
 __all__ = ["result_rows", "export", "summary_text", "ROW_KEYS"]
@@ -32,7 +32,7 @@ def result_rows(cases: Sequence[Case], store: ResultStore) -> list[dict[str, Any
     rows = []
     for case in cases:
         row = stored.get(case.case_id)
-        if row is None:
+        if row is None or row["status"] == INTERRUPTED:  # not a result: pending
             continue
         report = row["report"] or {}
         content = case.content

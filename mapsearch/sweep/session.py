@@ -6,26 +6,32 @@ format (paths relative to the working directory) or an expanded
 :class:`~mapsearch.sweep.spec.Sweep`. Results go to ``out_dir/results.sqlite``
 as each case ends (rerunning skips the finished ones) and the exports of
 :mod:`mapsearch.sweep.export` are written at the end, even after an
-interrupt.
+interrupt. One process at a time holds ``out_dir`` (:mod:`mapsearch.sweep.lock`);
+a run that fails before storing a case removes what it created there.
 """
 
 from __future__ import annotations
 
+import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
+
+from mapsearch.errors import MapsearchError
 
 from mapsearch.report.plots import plot_rows
 from mapsearch.sweep.case import FAILED_STATUSES
 from mapsearch.sweep.export import export, flat_rows, result_rows, summary_text
-from mapsearch.sweep.runner import Progress, default_workers, run_sweep
+from mapsearch.sweep.lock import LOCK_NAME, DirectoryLock, check_out_directory
+from mapsearch.sweep.runner import Progress, check_scheduler, default_workers, run_sweep
 from mapsearch.sweep.spec import Sweep, load_sweep, sweep_from_dict
 from mapsearch.sweep.store import DB_NAME, ResultStore
 
 if TYPE_CHECKING:  # pandas is optional at run time: imported by to_dataframe
     import pandas
 
-__all__ = ["SweepSource", "SweepStart", "SweepResult", "run_sweep_file", "rows_dataframe"]
+__all__ = ["SweepSource", "SweepStart", "SweepResult", "run_sweep_file", "rows_dataframe", "results_directory"]
 
 SweepSource = Union[str, Path, Mapping[str, Any], Sweep]
 
@@ -101,6 +107,44 @@ def _sweep_of(source: SweepSource, time_limit: float | None, work_limit: float |
     return load_sweep(source, time_limit=time_limit, work_limit=work_limit)
 
 
+@contextmanager
+def results_directory(out: Path, option: str = "out_dir", what: str = "sweep") -> Iterator[ResultStore]:
+    """The :class:`ResultStore` of ``out``, held by this process alone (:mod:`mapsearch.sweep.lock`).
+
+    If this run created the directory, its database or its lock and ends in
+    an error before any case is stored, they are removed again: a failed run
+    leaves nothing behind.
+    """
+    check_out_directory(out, option)
+    made = [p for p in (out, out / DB_NAME, out / LOCK_NAME) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MapsearchError(f"{option}: cannot create {out}: {e.strerror or e}") from None
+    lock = DirectoryLock(out, what)
+    lock.acquire()  # a busy directory is left as it is: it is the other process's
+    store = None
+    try:
+        store = ResultStore(out / DB_NAME)
+        yield store
+    except BaseException:
+        if store is None or not store.statuses():  # nothing stored: remove what this run made
+            if store is not None:
+                store.close()
+                store = None
+            if out in made:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                wal = [out / f"{DB_NAME}-wal", out / f"{DB_NAME}-shm"] if out / DB_NAME in made else []
+                for path in made + wal:
+                    path.unlink(missing_ok=True)
+        raise
+    finally:
+        if store is not None:
+            store.close()
+        lock.release()
+
+
 def run_sweep_file(source: SweepSource, out_dir: str | Path | None = None, *, workers: int | None = None,
                    scheduler: str | None = None, time_limit: float | None = None, work_limit: float | None = None,
                    retry_failed: bool = False, export_only: bool = False,
@@ -114,10 +158,11 @@ def run_sweep_file(source: SweepSource, out_dir: str | Path | None = None, *, wo
     what is stored. ``on_start`` is called once before the first case,
     ``progress`` after each stored result.
     """
+    check_scheduler(scheduler)
     sweep = _sweep_of(source, time_limit, work_limit)
     out = Path(out_dir) if out_dir is not None else Path(f"{sweep.name}-results")
     interrupted = False
-    with ResultStore(out / DB_NAME) as store:
+    with results_directory(out) as store:
         if not export_only:
             todo, skipped = store.to_run(sweep.cases, retry_failed)
             where = scheduler if scheduler else f"{workers or default_workers()} local worker(s)"

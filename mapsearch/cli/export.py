@@ -53,8 +53,9 @@ def _peer_texts(fmt: str, schedule, output: str | None) -> dict[str, str]:
 def run(args: argparse.Namespace) -> None:
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
-    if args.output:
-        check_writable(args.output)  # before the schedule is read, not after the export
+    writes_a_directory = args.format in _PEERS and args.output and not args.output.endswith((".yaml", ".yml"))
+    if args.output and not writes_a_directory:
+        check_writable(args.output)  # before the schedule is read, not after the export (a DIR is made below)
     schedule = api.load_schedule(args.schedule)
     if isinstance(schedule, api.FusedSchedule):
         raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> None:
         if "-" in texts:
             sys.stdout.write(texts["-"])
             return
-        if args.output and not args.output.endswith((".yaml", ".yml")):
+        if writes_a_directory:
             try:
                 Path(args.output).mkdir(parents=True, exist_ok=True)
             except OSError as e:

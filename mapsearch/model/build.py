@@ -23,7 +23,7 @@ from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.placement import add_placements
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
-from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
+from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
 from mapsearch.model.user import add_orders_fixed, add_stationary
@@ -33,9 +33,9 @@ from mapsearch.solve.options import SolveOptions
 
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
-                   bounds: tuple[tuple[int, int], ...], pinned: bool, spatial_level: int | None = None,
-                   max_factor: int = 1) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor)
+                   bounds: tuple[tuple[int, int], ...], pinned: bool,
+                   spatial: tuple[tuple[int, int], ...] = ()) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -68,7 +68,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
         fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims} | ({UNIT} if d in unit_dims else set())
                            | set((extra_footprints or {}).get(d, ()))))
         chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                meshed_level(p), max_factor(p))
+                                chain_spatial(p))
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
@@ -152,7 +152,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     check_supported(p)
     chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints)
     arch = p.architecture
-    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p))
+    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p))
     _check_homes_fit(enc)
     add_tile_choices(enc)
     add_mesh_factors(enc)

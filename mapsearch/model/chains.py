@@ -113,13 +113,14 @@ class DimChains:
     raw_count: int  # chains enumerated before pruning
     reduced: bool  # True when some level drew from a reduced candidate family
     family: str = "full"  # which candidate family each level drew from
-    # With a spatial level s: the part extent and factor per chain, and the
-    # same quantities seen per instance: "sum" over all instances, "rep" for
-    # the representative instance (part index 0). See model/spatial_chains.py.
+    # With meshed levels: the part extent and factor per chain and meshed level
+    # (one column each, outermost first), and the same quantities seen per
+    # instance view, keyed by a tuple of "rep" (part index 0) or "sum" (over
+    # all instances) per meshed level. See model/spatial_chains.py.
     parts: np.ndarray | None = None
     factors: np.ndarray | None = None
     flavoured: dict | None = None
-    parts_family: str | None = None  # which part extents were cut (model/spatial_chains.py)
+    parts_family: tuple[str, ...] | None = None  # which part extents were cut, per meshed level
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -206,16 +207,16 @@ def enumerate_chains(
     block: int = 1,
     bounds: list[tuple[int, int]] | None = None,
     pinned: bool = False,
-    spatial_level: int | None = None,
-    max_factor: int = 1,
+    spatial: tuple[tuple[int, int], ...] = (),
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
     ``bounds[j-1] = (lo, hi)`` limits ``T_j`` (user constraints); ``pinned``
     keeps the whole extent at every level (a filter dimension of a
-    convolution axis, see :mod:`mapsearch.model.problem`). With
-    ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
-    the level-``(s-1)`` tile into equal parts across instances
+    convolution axis, see :mod:`mapsearch.model.problem`). With ``spatial``
+    (``(level s, largest mesh axis)`` per meshed level, outermost first),
+    each chain may also split its level-``(s-1)`` tile into parts across the
+    instances of every meshed level
     (:func:`mapsearch.model.spatial_chains.spatial_quantities`).
     """
     if bounds is None:
@@ -230,12 +231,13 @@ def enumerate_chains(
     if tiles.shape[0] == 0:
         return _empty(extent, depth, footprints, raw, reduced)
     q = _quantities(extent, tiles, footprints, block)
-    if spatial_level is not None and max_factor > 1 and not pinned:
+    spatial = tuple((s, f) for s, f in spatial if f > 1)
+    if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
         from mapsearch.model.spatial_chains import spatial_quantities
 
-        q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
+        q = spatial_quantities(q, spatial, footprints, block)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     return _prune(q, raw, reduced, label)
 
@@ -349,8 +351,8 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
                 for f in sorted(q["small"]) if q["small"][f]]
     columns.append(q["calls"][:, None])
     if q.get("flavoured"):
-        columns.append(q["factors"][:, None])
-        for view in (q["flavoured"]["rep"], q["flavoured"]["sum"]):
+        columns.append(q["factors"])
+        for view in q["flavoured"].values():
             columns += [view["counts"], view["calls"][:, None]] + [view["sums"][f] for f in sorted(view["sums"])]
             columns += [np.stack([view["small"][f][k] for k in sorted(view["small"][f])], axis=1)
                         for f in sorted(view["small"]) if view["small"][f]]
@@ -411,8 +413,8 @@ def _dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
     """
     if not any(q["small"][f] for f in q["small"]):
         return idx
-    views = [q] + ([q["flavoured"]["rep"], q["flavoured"]["sum"]] if q.get("flavoured") else [])
-    exact_cols = [q["factors"][idx][:, None]] if q.get("flavoured") else []
+    views = [q] + (list(q["flavoured"].values()) if q.get("flavoured") else [])
+    exact_cols = [q["factors"][idx]] if q.get("flavoured") else []
     still_cols = []
     for v in views:
         exact_cols += [v["counts"][idx]] + [v["sums"][f][idx] for f in sorted(v["sums"])] + [v["calls"][idx][:, None]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from mapsearch.errors import InfeasibleError
@@ -79,7 +80,10 @@ def dimension_chains(p: Problem, constraints: Constraints,
 def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
 
-    For such a tensor ``X``: ``f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e) <= capacity - homes``.
+    Each such tensor ``X`` holds at least its tile with every other dimension
+    at its smallest extent, so ``sum_X f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e)
+    <= capacity - homes`` (a tensor that ``d`` does not index counts its
+    smallest tile): every tensor at once, not one at a time.
     """
     w, arch = p.workload, p.architecture
     J = p.depth
@@ -89,20 +93,24 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     # Tensors homed whole at L0 take their words; a fused intermediate homed there holds only its tile.
     whole_at_l0 = [t for t in w.tensor_names if p.home(t) == J and t not in p.fused]
     room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
-    best = w.extent[d]
     pinned = pinned_dims(w)
+    extent = np.arange(1, w.extent[d] + 1, dtype=np.int64)
+    need = np.zeros_like(extent)
     for t in w.tensors:
-        if d not in t.dims or t.name in whole_at_l0:
+        if t.name in whole_at_l0:
             continue
         others = 1
         for e in t.dims:
             if e != d:
                 alpha, beta = footprint(t, e, w)
                 others *= alpha * (w.extent[e] if e in pinned else bounds_of(e)) + beta
-        alpha, beta = footprint(t, d, w)
-        if alpha > 0:
-            best = min(best, max(1, (room // max(1, others) - beta) // alpha))
-    return best
+        if d in t.dims:
+            alpha, beta = footprint(t, d, w)
+            need += (alpha * extent + beta) * others
+        else:
+            need += others
+    fits = np.flatnonzero(need <= room)
+    return int(extent[fits[-1]]) if fits.size else 1
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),

@@ -344,6 +344,11 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     non-decreasing in tile extents (capacity) and in calls, and reads nothing
     else from a chain but its counts and sums.
     """
+    return _select(q, _survivors(q), raw, reduced, family)
+
+
+def _survivors(q: dict) -> np.ndarray:
+    """The rows of ``q`` that :func:`_prune` keeps."""
     tiles = q["tiles"]
     rows, depth = tiles.shape
     columns = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])]
@@ -380,10 +385,14 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    idx = _dominate_by_stillness(q, order[keep])
+    return _dominate_by_stillness(q, order[keep])
+
+
+def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> DimChains:
+    tiles = q["tiles"]
     return DimChains(
         extent=q["extent"],
-        depth=depth,
+        depth=tiles.shape[1],
         tiles=tiles[idx],
         counts=q["counts"][idx],
         sums={f: v[idx] for f, v in q["sums"].items()},
@@ -432,13 +441,40 @@ def _dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
         if members.size == 1:
             survivors.append(members)
             continue
-        w, t = still[members], tiles[members]
-        # beats[a, b]: a is at least as still and no larger than b, and differs from it
-        ge = np.all(w[:, None, :] >= w[None, :, :], axis=2) & np.all(t[:, None, :] <= t[None, :, :], axis=2)
-        strict = np.any(w[:, None, :] != w[None, :, :], axis=2) | np.any(t[:, None, :] != t[None, :, :], axis=2)
-        beaten = np.any(ge & strict, axis=0)
-        survivors.append(members[~beaten])
+        # a beats b: a is at least as still and no larger than b, and differs from it
+        survivors.append(members[_undominated(np.concatenate([still[members], -tiles[members]], axis=1))])
     return idx[np.sort(np.concatenate(survivors))]
+
+
+_BLOCK = 128  # rows compared at once by _undominated
+
+
+def _undominated(v: np.ndarray) -> np.ndarray:
+    """Mask of the rows of ``v`` that no other row dominates (``>=`` everywhere and ``!=`` somewhere).
+
+    A dominating row has a strictly larger row sum, so in order of
+    decreasing sums every row's dominators come before it or in its block;
+    dominance is transitive, so it suffices to compare a row with the rows
+    kept so far (the undominated ones) and with its own block: the cost is
+    per row times the size of the front, not the square of the group.
+    """
+    order = np.argsort(-v.sum(axis=1), kind="stable")
+    ordered = v[order]
+    keep = np.zeros(v.shape[0], dtype=bool)
+    front = ordered[:0]
+    for start in range(0, v.shape[0], _BLOCK):
+        block = ordered[start:start + _BLOCK]
+        beaten = np.zeros(block.shape[0], dtype=bool)
+        for others in (front, block):
+            if others.shape[0]:
+                ge = np.all(others[:, None, :] >= block[None, :, :], axis=2)
+                ne = np.any(others[:, None, :] != block[None, :, :], axis=2)
+                beaten |= np.any(ge & ne, axis=0)
+        keep[start:start + block.shape[0]] = ~beaten
+        front = np.concatenate([front, block[~beaten]])
+    mask = np.zeros(v.shape[0], dtype=bool)
+    mask[order] = keep
+    return mask
 
 
 def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:

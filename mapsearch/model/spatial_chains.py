@@ -146,86 +146,137 @@ def cut(pieces: Pieces, t: np.ndarray) -> Pieces:
     return [(t, full_count)] + out
 
 
-def _clip(pieces: Pieces, t: np.ndarray) -> Pieces:
-    return [(np.minimum(size, t), count) for size, count in pieces]
+def _part(x: np.ndarray, q: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Digit ``q``'s part of a piece of extent ``x`` split into parts of ``p``: ``clip(x - q*p, 0, p)``."""
+    return np.clip(x - q * p, 0, p)
 
 
-def _still(pieces: Pieces, t: np.ndarray) -> Pieces:
-    """Keep the pieces that a tiling by ``t`` leaves whole (one piece each)."""
-    return [(size, count * (size <= t)) for size, count in pieces]
+class _Instance:
+    """One instance (a digit per meshed level, per chain row) and the quantities of its own tree.
 
+    Its tree cuts, at each level ``k``, every parent piece into its own part
+    (at a meshed level) and then into tiles of ``T_k``; a piece belongs to it
+    when it has a part below it (it is *active*).
+    """
 
-class _Tree:
-    """One view of one set of chain rows: the pieces every level sees, summed over the view's instances."""
-
-    def __init__(self, tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], view: dict[int, str]):
+    def __init__(self, tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], digits: dict[int, np.ndarray]):
         self.tiles = tiles
         self.depth = tiles.shape[1]
-        self.parts = parts  # meshed level -> part extent per row
-        self.view = view  # meshed level -> "rep" | "sum"
+        self.parts = parts
+        self.digits = digits
         rows = tiles.shape[0]
         level: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
         self.levels = [level]
         for k in range(1, self.depth + 1):
-            level = cut(self.split(level, k), tiles[:, k - 1])
+            level = cut([(self.own(x, k), c) for x, c in level], tiles[:, k - 1])
             self.levels.append(level)
 
-    def split(self, pieces: Pieces, k: int) -> Pieces:
-        """Level ``k``'s spatial split, if any: every part (summed view) or digit 0's (representative)."""
-        if k not in self.parts:
-            return pieces
-        p = self.parts[k]
-        return cut(pieces, p) if self.view[k] == "sum" else _clip(pieces, p)
+    def own(self, x: np.ndarray, k: int) -> np.ndarray:
+        """The instance's part of a level-``(k-1)`` piece at level ``k``'s split (the piece itself without one)."""
+        return _part(x, self.digits[k], self.parts[k]) if k in self.parts else x
 
-    def active(self, size: np.ndarray, k: int) -> np.ndarray:
-        """Instances of the view (digits of the splits below level ``k``) active in a level-``k`` piece of ``size``.
+    def active(self, x: np.ndarray, k: int) -> np.ndarray:
+        """Whether the instance has a part below a level-``k`` piece of extent ``x``.
 
-        Digit ``q`` has a part in a piece whenever it has one in a larger
-        piece, so the set active in a piece is the set active in its largest
-        tile: follow only that tile down, every summed split fanning out.
+        Parts and tiles are non-decreasing in the piece's extent, so it has one
+        below the piece exactly when it has one below the piece's first
+        (largest) tile: follow that one down.
         """
-        pieces: Pieces = [(size, np.ones_like(size))]
         for m in range(k + 1, self.depth + 1):
-            if m in self.parts and self.view[m] == "sum":
-                pieces = _clip(self.split(pieces, m), self.tiles[:, m - 1])
-            else:
-                pieces = [(np.minimum(np.minimum(x, self.parts[m]) if m in self.parts else x, self.tiles[:, m - 1]), c)
-                          for x, c in pieces]
-        return sum(c * (x > 0) for x, c in pieces)
+            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
+        return x > 0
 
-    def still(self, size: np.ndarray, k: int, i: int, f) -> np.ndarray:
-        """Sum over the view's instances in a level-``k`` piece of ``size`` whose own tree has one level-``i``
-        piece there: that piece's footprint ``f``, times the instances below ``i`` that share it."""
-        pieces: Pieces = [(size, np.ones_like(size))]
+    def single(self, x: np.ndarray, k: int, i: int) -> np.ndarray:
+        """The one level-``i`` piece of the instance below a level-``k`` piece of extent ``x``, or 0 if it has several.
+
+        A tile cuts ``y`` into ``floor(y/T)`` full tiles and a remainder; the
+        instance keeps one piece when ``y <= T``, or when there is one full
+        tile and the instance has no part below the remainder.
+        """
         for m in range(k + 1, i + 1):
-            pieces = _still(self.split(pieces, m), self.tiles[:, m - 1])
-        return sum(c * (x > 0) * footprint_values(f, x) * self.active(x, i) for x, c in pieces)
+            y = self.own(x, m)
+            t = self.tiles[:, m - 1]
+            rem = y - t
+            one_full = (y > t) & (y < 2 * t) & ~self.active(rem, m)
+            x = np.where(y <= t, y, np.where(one_full, t, 0))
+        return np.where(self.active(x, i), x, 0)
+
+
+def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Digits of a split that do the same work, per row: ``(lowest digit, digits in the class)`` per column.
+
+    Digit ``q``'s part of a parent piece ``z`` is ``P`` when ``q < floor(z/P)``,
+    ``z mod P`` when ``q == floor(z/P)`` and nothing after: between the
+    breakpoints ``floor(z/P)`` and ``floor(z/P) + 1`` of every parent extent
+    ``z`` (and 0, the factor) every digit has the same part of every parent
+    piece, so the same tree (docs/spatial.md, as ``sim/spatial.split_classes``).
+    Repeated breakpoints give empty classes (size 0).
+    """
+    cols = [np.zeros_like(part), factor]
+    for z, count in zs:
+        b = np.where(count > 0, z // part, factor)
+        cols += [np.minimum(b, factor), np.minimum(b + 1, factor)]
+    points = np.sort(np.stack(cols, axis=1), axis=1)
+    return points[:, :-1], np.diff(points, axis=1)
 
 
 def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], view: dict[int, str],
                 footprints, block: int) -> dict:
     """Counts ``N[k]``, footprint sums ``F[f][k]``, still sums ``W[f][(k, i)]`` and calls of one view.
 
-    Each is the sum over the view's instances of that instance's own
-    quantity (``model/chains.py`` defines them for one tree): a level-``k``
-    piece counts once per instance active in it (:meth:`_Tree.active`).
+    Each is the sum over the view's instances (digit 0 at a ``"rep"`` level,
+    every digit at a ``"sum"`` level) of that instance's own quantity
+    (``model/chains.py`` defines them for one tree; a piece counts where the
+    instance is active, and a level-``k`` piece is still up to ``i`` when the
+    instance has one level-``i`` piece below it). Digits are walked one class
+    of equal work at a time (:func:`_classes`), weighted by the class size,
+    so the cost is per class, not per instance.
     """
-    tree = _Tree(tiles, extent, parts, view)
     rows, depth = tiles.shape
+    levels = sorted(parts)
+    factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
+    every = _Instance(tiles, extent, parts, {s: np.zeros(rows, dtype=np.int64) for s in levels})
+    summed = {}
+    for s in levels:
+        if view[s] == "sum":
+            above = _expanded(tiles, extent, parts, s - 1)
+            summed[s] = _classes(above, parts[s], factors[s])
     counts = np.zeros((rows, depth + 1), dtype=np.int64)
     sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
     small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)}
              for f in footprints}
-    for k, level in enumerate(tree.levels):
-        for size, count in level:
-            weight = count * tree.active(size, k)
-            counts[:, k] += weight
-            for f in footprints:
-                sums[f][:, k] += weight * footprint_values(f, size)
-                for i in range(k + 1, depth + 1):
-                    small[f][(k, i)] += count * tree.still(size, k, i, f)
-    calls = sum(c * (-(-x // block)) for x, c in tree.levels[-1])
+    calls = np.zeros(rows, dtype=np.int64)
+    zero = np.zeros(rows, dtype=np.int64)
+    for combo in itertools.product(*(range(summed[s][0].shape[1]) if s in summed else range(1) for s in levels)):
+        digits, weight = {}, np.ones(rows, dtype=np.int64)
+        for s, c in zip(levels, combo):
+            digits[s] = summed[s][0][:, c] if s in summed else zero
+            weight = weight * (summed[s][1][:, c] if s in summed else 1)
+        if not weight.any():
+            continue
+        inst = every if not summed else _Instance(tiles, extent, parts, digits)
+        for k, level in enumerate(inst.levels):
+            for size, count in level:
+                on = weight * count * inst.active(size, k)
+                counts[:, k] += on
+                for f in footprints:
+                    sums[f][:, k] += on * footprint_values(f, size)
+                    for i in range(k + 1, depth + 1):
+                        y = inst.single(size, k, i)
+                        small[f][(k, i)] += on * (y > 0) * footprint_values(f, y)
+        calls += weight * sum(c * (-(-x // block)) for x, c in inst.levels[-1])
     return {"counts": counts, "sums": sums, "small": small, "calls": calls}
+
+
+def _expanded(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], level: int) -> Pieces:
+    """Every instance's level-``level`` pieces together: each split cuts every part (the summed tree)."""
+    rows = tiles.shape[0]
+    pieces: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
+    for k in range(1, level + 1):
+        if k in parts:
+            pieces = cut(pieces, parts[k])
+        pieces = cut(pieces, tiles[:, k - 1])
+    return pieces
 
 
 # ----------------------------------------------------------------------------- the chains

@@ -8,13 +8,14 @@ capacity -> compute -> user constraints -> time.
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from typing import Mapping
 
 import numpy as np
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError
+from mapsearch.errors import InfeasibleError, SolverTimeout
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
@@ -41,9 +42,11 @@ def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], b
 
 def dimension_chains(p: Problem, constraints: Constraints,
                      unit_dims: frozenset[str] = frozenset(),
-                     extra_footprints: Mapping[str, tuple] | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
+                     extra_footprints: Mapping[str, tuple] | None = None,
+                     deadline: float | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
     """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
-    and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver)."""
+    and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver).
+    ``deadline`` (a ``time.perf_counter()`` value): :class:`SolverTimeout` once it passes, checked per dimension."""
     w, arch = p.workload, p.architecture
     pinned = pinned_dims(w)
     J = p.depth
@@ -74,6 +77,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
         out[d] = chains
+        check_deadline(deadline, f"enumerating the tile chains of {d}")
     return out, pinned
 
 
@@ -113,9 +117,15 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     return int(extent[fits[-1]]) if fits.size else 1
 
 
+def check_deadline(deadline: float | None, what: str) -> None:
+    """Model building counts against the solve's time limit: :class:`SolverTimeout` once ``deadline`` passed."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise SolverTimeout(f"the time limit ran out while building the model ({what}), before any search")
+
+
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
           unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
-          default_positions: str | None = None) -> Encoding:
+          default_positions: str | None = None, deadline: float | None = None) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time.
 
     ``unit_dims``: dimensions whose chains also carry the one-per-piece
@@ -124,13 +134,15 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     ``extra_footprints[d]``: more footprints for ``d``'s chains (same use).
     ``default_positions``: why every buffer keeps its default position (the
     caller measures transfers the placement search does not count); the
-    result names it as a family restriction.
+    result names it as a family restriction. ``deadline``: see
+    :func:`check_deadline`, checked between the model's parts.
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
         unit_dims = unit_dims | unit_dims_needed(p, layouts)
         default_positions = default_positions or "DRAM row model"
-    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions)
+    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions,
+                      deadline)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
@@ -151,14 +163,15 @@ def clock_scale(arch) -> int:
 
 def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
                 unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
-                options: SolveOptions | None = None, default_positions: str | None = None) -> Encoding:
+                options: SolveOptions | None = None, default_positions: str | None = None,
+                deadline: float | None = None) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
     einsum (:func:`build`) or a fused group (:mod:`mapsearch.model.fusion`).
     """
     check_supported(p)
-    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints)
+    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, deadline)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p))
     _check_homes_fit(enc)
@@ -181,7 +194,9 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     elif options is not None and not options.placement:
         enc.cache["placement_off"] = "turned off"
     add_placements(enc)
+    check_deadline(deadline, "orders, residency and buffer positions")
     add_link_words(enc)
+    check_deadline(deadline, "the words of every link")
     add_compute(enc)
     for level, dims in constraints.orders:
         j = resolve_level(level, arch, "constraints", "orders")

@@ -168,7 +168,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     below the fewest op calls' compute time), the full phase is skipped.
     """
     start = time.perf_counter()
-    enc = build(problem, constraints, options)
+    enc = build(problem, constraints, options, deadline=start + options.time_limit)
     restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)

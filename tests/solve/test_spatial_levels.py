@@ -390,6 +390,16 @@ def test_three_meshed_levels_of_two() -> None:
     assert info["value"][0] == 4  # 8 MACs over 8 instances, one call each, 4 clocks
 
 
+def test_model_building_counts_against_the_time_limit() -> None:
+    """A time limit shorter than the model's build stops with SolverTimeout before any search."""
+    from mapsearch.errors import SolverTimeout
+    from mapsearch.presets import load_preset
+
+    w = Workload.from_text("conv1x1", "O[n,k,p,q] += I[n,c,p,q] * W[k,c]", {"n": 1, "k": 256, "c": 64, "p": 56, "q": 56})
+    with pytest.raises(SolverTimeout, match="while building the model"):
+        solve(Problem(w, load_preset("tpu-v4i-like")), options=SolveOptions(time_limit=0.01))
+
+
 if __name__ == "__main__":
     first = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 30

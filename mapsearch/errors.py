@@ -32,6 +32,18 @@ class SpecError(MapsearchError):
         super().__init__(message)
 
 
+class UsageError(MapsearchError):
+    """An option's value out of range (a command-line flag or an API argument); one line naming the option.
+
+    >>> str(UsageError("--time-limit", "seconds > 0", -1))
+    '--time-limit: expected seconds > 0, got -1'
+    """
+
+    def __init__(self, option: str, expected: str, got: object):
+        self.option = option
+        super().__init__(f"{option}: expected {expected}, got {got!r}")
+
+
 class ScheduleError(MapsearchError):
     """A schedule that breaks the rules of the cost model (illegal tiling, order, residency)."""
 
@@ -57,10 +69,16 @@ class SolverTimeout(MapsearchError):
 
 
 class ReplayMismatch(MapsearchError):
-    """Predicted and replayed figures differ: names the field and both values."""
+    """Predicted and replayed figures differ: names the (first) field and both values.
 
-    def __init__(self, field: str, predicted: object, replayed: object):
+    ``mismatches`` holds every ``(field, predicted, replayed)`` that differs.
+    """
+
+    def __init__(self, field: str, predicted: object, replayed: object,
+                 mismatches: tuple[tuple[str, object, object], ...] = ()):
         self.field = field
         self.predicted = predicted
         self.replayed = replayed
-        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}")
+        self.mismatches = mismatches or ((field, predicted, replayed),)
+        more = f" (and {len(self.mismatches) - 1} more field(s))" if len(self.mismatches) > 1 else ""
+        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}{more}")

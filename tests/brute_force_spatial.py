@@ -6,7 +6,9 @@ nothing from ``mapsearch.model`` or ``mapsearch.solve``. It enumerates,
 straight from docs/spatial.md ("What the solver searches"):
 
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
-  pinned dimensions (extent 1, filter dims of an affine axis) held whole;
+  pinned dimensions of ``tests/brute_force.py`` held whole, and the two
+  dimensions of a filter window (an input axis over two) never split
+  spatially, as the solver's family;
 - at every meshed level ``s`` (a level with more than one instance; there
   may be several), per dimension, every part extent ``P_s`` with
   ``T_{s-1} >= P_s >= T_s`` (the contract's parts: each level-``(s-1)``
@@ -173,7 +175,11 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
     levels = meshed_levels(arch)
     meshed = [(s, _largest_axis(arch, s)) for s in levels]
     pinned = bf.pinned_dims(w)
-    per_dim = [dim_options(e, depth, meshed, d in pinned) for d, e in w.extents]
+    # The solver's spatial family keeps a filter window's two dimensions temporal (a named restriction).
+    windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
+                for d in ix.dims if w.extent[d] > 1}
+    per_dim = [dim_options(e, depth, [(s, 1 if d in windowed else f) for s, f in meshed], d in pinned)
+               for d, e in w.extents]
     combos = []
     for combo in itertools.product(*per_dim):
         tiles = {d: chain for d, (chain, _, _) in zip(w.dims, combo)}

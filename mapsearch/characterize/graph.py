@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from mapsearch.errors import MapsearchError
 
-__all__ = ["Node", "Layer", "lower", "lower_all", "EINSUM_OPS", "VIEW_OPS", "BANDWIDTH_KINDS", "op_kind", "canonical_op"]
+__all__ = ["Node", "Layer", "Model", "lower", "EINSUM_OPS", "VIEW_OPS", "BANDWIDTH_KINDS", "op_kind", "canonical_op"]
 
 EINSUM_OPS = ("conv", "linear", "matmul")
 VIEW_OPS = ("view",)
@@ -236,8 +236,11 @@ def lower(node: Node) -> Layer | None:
     return Layer(node.name, node.op, kind, read_words=reads, write_words=math.prod(node.output))
 
 
-def lower_all(nodes: Sequence[Node], registry: Any = None, fusion_decider: Any = None) -> list[Layer]:
-    """Lower every node and apply the fused patterns (see :func:`mapsearch.characterize.fusion.fuse`)."""
-    from mapsearch.characterize.fusion import default_registry, fuse
+@dataclass
+class Model:
+    """A network as the front ends read it: its nodes in execution order (:mod:`mapsearch.characterize.models`)."""
 
-    return fuse(nodes, registry or default_registry(), fusion_decider)
+    name: str
+    nodes: list[Node]
+    source: str
+    description: str = ""

@@ -14,24 +14,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from mapsearch.characterize.graph import Node
+from mapsearch.characterize.graph import Model, Node
 from mapsearch.errors import MapsearchError, SpecError
 
-__all__ = ["Model", "MODEL_DIR", "builtin_names", "load_model", "model_from_dict"]
+__all__ = ["MODEL_DIR", "builtin_names", "load_model", "model_from_dict"]
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
-
-
-@dataclass
-class Model:
-    name: str
-    nodes: list[Node]
-    source: str
-    description: str = ""
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -69,11 +60,11 @@ def load_model(spec: str, input_shapes: Sequence[Sequence[int]] | None = None) -
 
         return load_onnx(path)
     if path.suffix in (".yaml", ".yml") and path.exists():
-        from mapsearch.spec.load import read_yaml
+        from mapsearch.spec.reading import read_yaml
 
         return model_from_dict(read_yaml(path), str(path))
     if spec in builtin_names():
-        from mapsearch.spec.load import read_yaml
+        from mapsearch.spec.reading import read_yaml
 
         p = MODEL_DIR / f"{spec}.yaml"
         return model_from_dict(read_yaml(p), f"builtin:{spec}")

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mapsearch.characterize.graph import Node
-from mapsearch.characterize.models import Model
+from mapsearch.characterize.graph import Model, Node
 from mapsearch.errors import MapsearchError
 
 __all__ = ["load_onnx", "nodes_from_onnx"]

@@ -81,7 +81,8 @@ def profile_names() -> tuple[str, ...]:
 
 def load_profile(name_or_path: str) -> Profile:
     """A profile by name (``cpu``, ``gpu``, ``tpu``, ``kpu``; case-insensitive) or file."""
-    from mapsearch.spec.load import architecture_from_dict, architecture_to_dict, read_yaml
+    from mapsearch.spec.load import architecture_from_dict, architecture_to_dict
+    from mapsearch.spec.reading import read_yaml
 
     path = Path(name_or_path)
     if not path.exists():

@@ -28,65 +28,14 @@ per count fits best).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta; or a table or positional footprint
+from mapsearch.model.chains_pieces import level_pieces
+from mapsearch.model.footprints import Footprint, footprint_values, is_positional
+from mapsearch.model.spatial_chains import spatial_quantities
 
-
-def table_footprint(name: str, values) -> tuple:
-    """A per-piece measure given by value: ``f(x) = values[x]`` (integers, ``x`` the piece extent).
-
-    Usable wherever an affine footprint is: the chains carry its sums and
-    still sums and prune on them, so chains that differ only in it both
-    survive. Spelled ``(-1, name, values)`` so footprints stay sortable
-    tuples (an affine footprint has two entries). Used by the sparse solver
-    (mapsearch/sparse/solve.py) for expected fiber counts, which are not
-    affine in the extent.
-    """
-    return (-1, str(name), tuple(int(v) for v in values))
-
-
-@dataclass(frozen=True)
-class PieceFunction:
-    """``g(lo, hi)``: a non-negative integer measure of the piece ``[lo, hi)`` of a dimension.
-
-    Vectorised: ``g`` takes and returns int64 arrays. Equal (and hashed) by
-    ``name`` only, so a footprint holding it stays a cheap dictionary key:
-    the name must determine the function (chains are cached by footprint).
-    """
-
-    name: str
-    g: Callable[[np.ndarray, np.ndarray], np.ndarray] = field(compare=False, repr=False)
-
-
-def positional_footprint(name: str, g: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple:
-    """A per-piece measure that depends on where the piece lies: ``f([lo, hi)) = g(lo, hi)``.
-
-    Usable wherever a table footprint is (sums, still sums, pruning), except
-    below a spatial split. The chains walk every piece of every level to sum
-    it (:func:`_positional_quantities`), so it costs time proportional to the
-    pieces. Used by the sparse solver for fixed-structured densities (an
-    ``n:m`` rank holds ``count(hi) - count(lo)`` nonzeros in ``[lo, hi)``,
-    which depends on ``lo mod m``, not on the extent alone). Spelled
-    ``(-2, name, PieceFunction)``.
-    """
-    return (-2, str(name), PieceFunction(str(name), g))
-
-
-def is_positional(f) -> bool:
-    return len(f) == 3 and f[0] == -2
-
-
-def footprint_values(f, size: np.ndarray) -> np.ndarray:
-    """``f(size)`` for an affine footprint ``(alpha, beta)`` or a :func:`table_footprint`."""
-    if is_positional(f):
-        raise ValueError(f"footprint {f[1]} depends on piece positions, not on extents alone")
-    if len(f) == 3:
-        return np.asarray(f[2], dtype=np.int64)[size]
-    return f[0] * size + f[1]
 
 # Chains enumerated before pruning; above this, levels draw from reduced
 # candidate families (see _families) and the result says so.
@@ -124,6 +73,23 @@ class DimChains:
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
+
+    def take(self, idx: np.ndarray) -> "DimChains":
+        """The chains of rows ``idx`` (same space, fewer survivors)."""
+        from dataclasses import replace
+
+        fl = self.flavoured
+        return replace(
+            self, tiles=self.tiles[idx], counts=self.counts[idx], calls=self.calls[idx],
+            sums={f: v[idx] for f, v in self.sums.items()},
+            small={f: {k: v[idx] for k, v in d.items()} for f, d in self.small.items()},
+            parts=None if self.parts is None else self.parts[idx],
+            factors=None if self.factors is None else self.factors[idx],
+            flavoured=None if not fl else {
+                name: {"counts": v["counts"][idx], "calls": v["calls"][idx],
+                       "sums": {f: a[idx] for f, a in v["sums"].items()},
+                       "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
+                for name, v in fl.items()})
 
 
 def candidate_values(extent: int, family: str) -> np.ndarray:
@@ -208,6 +174,7 @@ def enumerate_chains(
     bounds: list[tuple[int, int]] | None = None,
     pinned: bool = False,
     spatial: tuple[tuple[int, int], ...] = (),
+    window: bool = False,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
@@ -217,7 +184,12 @@ def enumerate_chains(
     (``(level s, largest mesh axis)`` per meshed level, outermost first),
     each chain may also split its level-``(s-1)`` tile into parts across the
     instances of every meshed level
-    (:func:`mapsearch.model.spatial_chains.spatial_quantities`).
+    (:func:`mapsearch.model.spatial_chains.spatial_quantities`). ``window``:
+    the dimension is one of a split filter window (model/windows.py), whose
+    coincidences read the chains' advance and context types; pruning then
+    also compares those (so it stays exact) and does not drop chains on
+    stillness (a window's still factor is not monotone in one chain's still
+    sums).
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
@@ -235,10 +207,12 @@ def enumerate_chains(
     if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        from mapsearch.model.spatial_chains import spatial_quantities
-
         q = spatial_quantities(q, spatial, footprints, block)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
+    if window:
+        from mapsearch.model.window_types import window_signature
+
+        q["window"] = window_signature(extent, tiles)
     return _prune(q, raw, reduced, label)
 
 
@@ -252,19 +226,8 @@ def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimC
 
 
 def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
-    rows, depth = tiles.shape
-    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[(np.full(rows, extent), np.ones(rows, dtype=np.int64))]]
-    for j in range(depth):
-        t = tiles[:, j]
-        full_count = np.zeros(rows, dtype=np.int64)
-        level = []
-        for size, count in pieces[-1]:
-            full = size // t
-            rem = size - full * t
-            full_count += count * full
-            level.append((rem, count * (rem > 0)))
-        pieces.append([(t, full_count)] + level)
-
+    pieces = level_pieces(extent, tiles)
+    depth = tiles.shape[1]
     f_of = footprint_values
 
     counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
@@ -355,6 +318,8 @@ def _survivors(q: dict) -> np.ndarray:
     columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
                 for f in sorted(q["small"]) if q["small"][f]]
     columns.append(q["calls"][:, None])
+    if q.get("window") is not None:
+        columns.append(q["window"])
     if q.get("flavoured"):
         columns.append(q["factors"])
         for view in q["flavoured"].values():
@@ -385,7 +350,7 @@ def _survivors(q: dict) -> np.ndarray:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    return _dominate_by_stillness(q, order[keep])
+    return order[keep] if q.get("window") is not None else _dominate_by_stillness(q, order[keep])
 
 
 def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> DimChains:

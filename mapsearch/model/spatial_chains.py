@@ -37,7 +37,7 @@ import itertools
 
 import numpy as np
 
-from mapsearch.model.chains import footprint_values
+from mapsearch.model.footprints import footprint_values
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16

@@ -34,21 +34,15 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from mapsearch.atomic import write_text_atomic
+from mapsearch.dram.layout import layout_spec_to_dict, layout_specs
+from mapsearch.errors import SpecError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
-from mapsearch.spec.load import (
-    _architecture,
-    _note,
-    _workload,
-    architecture_to_dict,
-    fraction_from_json,
-    fraction_to_json,
-    join_path,
-    read_text,
-    validate_against,
-    workload_to_dict,
-)
+from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, workload_to_dict
+from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path, read_text
+from mapsearch.spec.schema import validate_against
 
 __all__ = [
     "FORMAT",
@@ -132,8 +126,6 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
-    from mapsearch.dram.layout import layout_spec_to_dict
-
     plan = schedule.dram
     out: dict[str, Any] = {"layouts": {t: layout_spec_to_dict(schedule.workload, t, spec) for t, spec in plan.layouts},
                            "element_order": plan.element_order}
@@ -143,9 +135,6 @@ def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_from_dict(data: Mapping[str, Any], workload, source: str) -> DramPlan:
-    from mapsearch.dram.options import layout_specs
-    from mapsearch.errors import SpecError
-
     layouts = tuple(layout_specs(workload, data.get("layouts"), source, "dram.layouts").items())
     openings = (data.get("predicted") or {}).get("row_openings")
     if openings is not None:
@@ -180,7 +169,6 @@ def dumps_schedule(schedule: Schedule) -> str:
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
     """Write the schedule to ``path`` atomically (:mod:`mapsearch.atomic`): no partial file on error."""
-    from mapsearch.atomic import write_text_atomic
 
     write_text_atomic(path, dumps_schedule(schedule))
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.pieces import check_capacity, tile_chunks
 from mapsearch.sim.spatial import Layout, VirtualTables, compute_instances, virtual_tables
 
 CHUNK_CELLS = 1 << 21  # (step, instance) cells per chunk and level
@@ -210,15 +211,11 @@ class _Tracker:
 
 
 def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
-    from mapsearch.sim.walk import tile_chunks
-
     yield from tile_chunks(schedule, vt, len(schedule.levels) - 1, chunk)  # type: ignore[arg-type]
 
 
 def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
     """Peak occupancy per level (over instances) from the largest tiles seen so far; raises on overflow."""
-    from mapsearch.sim.walk import _check_capacity
-
     wl, arch = schedule.workload, schedule.architecture
     out = []
     for i in range(arch.depth):
@@ -234,7 +231,7 @@ def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
                     allocations.append((t, words))
                     if arch.double_buffering and words < wl.tensor_words(t):
                         allocations.append((f"{t} (second buffer)", words))
-            peak = max(peak, _check_capacity(level.name, level.capacity, allocations))
+            peak = max(peak, check_capacity(level.name, level.capacity, allocations))
         out.append((level.name, peak))
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
@@ -20,9 +21,13 @@ from mapsearch.model.family import combined_status, family_restrictions, proven_
 from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
 from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.teaal import TeaalSpec
+
+if TYPE_CHECKING:  # the replay checks import this module for ChainResult
+    from mapsearch.solve.chain_replay import ChainReplay
 from mapsearch.spec.workload import WorkloadGraph
 
 
@@ -97,6 +102,8 @@ class ChainResult:
     # (level name, outcome or None, why not)
     materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
     plans: tuple[GroupPlan, ...] = ()  # chains of 3+ einsums: partly fused
+    teaal: TeaalSpec | None = None  # the TeAAL specification whose mapping constrained the einsums
+    replay: ChainReplay | None = None  # the replay checks (mapsearch.solve.entry.solve_chain fills them in)
 
     def candidates(self) -> list[tuple[str, Fraction, int]]:
         out = [(f"fused at {o.level}", o.schedule.predicted.time, o.schedule.predicted.words_total)
@@ -259,3 +266,13 @@ def _solve_group(graph, group, arch, homes, options):
                 for f in range(1, arch.depth)]
     done = [o for o in outcomes if o.schedule is not None]
     return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None
+
+
+def solve_teaal(graph: WorkloadGraph, arch: Architecture, spec: TeaalSpec, options: SolveOptions) -> ChainResult:
+    """Each einsum alone (unfused) with its TeAAL mapping constraints."""
+    start = time.perf_counter()
+    constraints = spec.constraints(arch)
+    stages = []
+    for i, c in enumerate(constraints):
+        stages.append(solve(Problem(graph.stage(i), arch, ()), c, options))
+    return ChainResult(graph, arch, (), UnfusedOutcome(tuple(stages)), "", time.perf_counter() - start)

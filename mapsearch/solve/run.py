@@ -14,6 +14,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -23,11 +24,13 @@ from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.family import family_restrictions, proven_status
 from mapsearch.model.problem import Problem
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
-from mapsearch.solve.constraints import Constraints
+from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,30 @@ class SolveResult:
     binding: tuple[Binding, ...]
     space: SearchSpace
     family_restrictions: tuple[str, ...] = ()  # what the search left out of the contract's family, for this problem
+    # Filled in by mapsearch.solve.entry: the replay of the schedule, where it differs from the prediction,
+    # and, for a tree architecture, every compute path's outcome (mapsearch.solve.tree.PathOutcome).
+    replayed: ReplayResult | None = None
+    mismatches: tuple[tuple[str, object, object], ...] = ()
+    paths: tuple[Any, ...] = ()
+
+    @property
+    def figures(self) -> Figures:
+        """The predicted figures of the schedule (time, words per link and tensor, calls, occupancy)."""
+        return self.schedule.predicted
+
+    @property
+    def time(self) -> Fraction:
+        """Clocks: max(compute time, slowest link time)."""
+        return self.figures.time
+
+    @property
+    def words(self) -> int:
+        """Words moved over all links."""
+        return self.figures.words_total
+
+    @property
+    def utilization(self) -> Fraction:
+        return self.figures.utilization
 
     @property
     def proven(self) -> bool:

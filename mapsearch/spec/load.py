@@ -1,9 +1,11 @@
 """Read workload and architecture specs from YAML, in steps.
 
 1. Read the text and parse the YAML (a syntax error names the file and line;
-   a key given twice is an error too, not a silent overwrite).
+   a key given twice is an error too, not a silent overwrite):
+   :mod:`mapsearch.spec.reading`.
 2. Validate the raw data against the JSON Schema shipped in ``schemas/``; the
-   first error names its field by its path, e.g. ``levels[2].capacity``.
+   first error names its field by its path, e.g. ``levels[2].capacity``:
+   :mod:`mapsearch.spec.schema`.
 3. Semantic checks the schema cannot express (the einsum parses, every
    dimension has an extent, level names are unique, ...).
 4. Build the frozen objects of :mod:`mapsearch.spec.workload` and
@@ -15,25 +17,30 @@ line, e.g. ``arch.yaml: levels[2].capacity: expected int > 0, got -4``.
 The ``*_to_dict`` functions write the same formats back (used for the
 architecture and workload embedded in a schedule file), so that
 ``architecture_from_dict(architecture_to_dict(a), src) == a``.
+An architecture argument may also name a tree file with one compute, or a
+preset (:func:`resolve_architecture`; the presets are ``mapsearch/presets/*.yaml``).
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
-import re
-from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
-
-import jsonschema
-import yaml
+from typing import Any, Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
+from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
+from mapsearch.spec.reading import (
+    _error,
+    _note,
+    fraction_from_json,
+    fraction_to_json,
+    join_path,
+    read_yaml,
+)
+from mapsearch.spec.schema import validate_against
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import single_architecture
 from mapsearch.spec.workload import Workload
 
 __all__ = [
@@ -47,236 +54,14 @@ __all__ = [
     "check_homes",
     "workload_to_dict",
     "architecture_to_dict",
-    "fraction_to_json",
-    "fraction_from_json",
-    "validate_against",
-    "schema",
+    "read_yaml",
+    "PRESET_DIR",
+    "preset_names",
+    "preset_path",
+    "load_preset",
+    "load_architecture_file",
+    "resolve_architecture",
 ]
-
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
-
-# --------------------------------------------------------------------------
-# Small helpers shared with the schedule JSON reader.
-# --------------------------------------------------------------------------
-
-
-def _short(value: object, limit: int = 60) -> str:
-    """``repr`` on one line, cut to ``limit`` characters."""
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _error(source: str, field: str, expected: str, got: object) -> SpecError:
-    """``source: field: expected X, got Y`` with ``Y`` kept short and on one line."""
-    return SpecError(source, field, expected, got, detail=f"expected {expected}, got {_short(got)}")
-
-
-def _note(source: str, field: str, detail: str) -> SpecError:
-    """``source: field: detail`` for errors that do not read as expected/got."""
-    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
-
-
-def join_path(parts: Iterable[object], prefix: str = "") -> str:
-    """``['levels', 2, 'capacity']`` -> ``'levels[2].capacity'`` (after ``prefix``)."""
-    out = prefix
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif not _PLAIN_KEY.match(str(p)):
-            out += f"[{str(p)!r}]"  # e.g. a key with spaces or newlines
-        else:
-            out += f".{p}" if out else str(p)
-    return out
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-
-
-def fraction_to_json(value: Fraction | int) -> int | str:
-    """An exact number as JSON: an int when integral, else the text ``'a/b'``."""
-    value = Fraction(value)
-    return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
-def fraction_from_json(value: object, source: str, field: str, *, positive: bool = False, nonnegative: bool = False) -> Fraction:
-    """The exact value of an int, a decimal, or ``'a/b'`` text; SpecError naming ``field`` otherwise."""
-    want = "a number > 0 (int, decimal or 'a/b')" if positive else "a number (int, decimal or 'a/b')"
-    if nonnegative:
-        want = "a number >= 0 (int, decimal or 'a/b')"
-    try:
-        x = as_fraction(value)
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise _error(source, field, want, value) from None
-    if (positive and x <= 0) or (nonnegative and x < 0):
-        raise _error(source, field, want, value)
-    return x
-
-
-# --------------------------------------------------------------------------
-# Step 1: YAML.
-# --------------------------------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[object, None] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable key: let SafeLoader report it
-            break
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
-            )
-        seen[key] = None
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_text(path: str | Path) -> str:
-    """The file's text; a missing or unreadable file is a one-line SpecError."""
-    source = str(path)
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _note(source, "", "no such file") from None
-    except IsADirectoryError:
-        raise _note(source, "", "is a directory, expected a file") from None
-    except UnicodeDecodeError as e:
-        raise _note(source, "", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise _note(source, "", f"cannot read: {e.strerror or e}") from None
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """Parse YAML text; a syntax error names the source and the line."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        problem = e.problem or e.context or "syntax error"
-        raise _note(source, where, f"malformed YAML: {problem}") from None
-    except yaml.YAMLError as e:
-        raise _note(source, "", f"malformed YAML: {e}") from None
-
-
-def read_yaml(path: str | Path) -> Any:
-    return parse_yaml(read_text(path), str(path))
-
-
-# --------------------------------------------------------------------------
-# Step 2: JSON Schema.
-# --------------------------------------------------------------------------
-
-
-def _is_int(checker: object, instance: object) -> bool:
-    """JSON Schema 'integer' without booleans and without floats such as 4.0."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int)
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
-
-
-@lru_cache(maxsize=None)
-def _load_schema(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def schema(name: str) -> dict:
-    """A schema shipped in ``mapsearch/spec/schemas`` by file stem, e.g. ``'architecture'``."""
-    return _load_schema(str(SCHEMA_DIR / f"{name}.schema.json"))
-
-
-@lru_cache(maxsize=None)
-def _validator_for(path: str) -> Any:
-    from referencing import Registry, Resource
-
-    resources = [
-        (s["$id"], Resource.from_contents(s))
-        for s in (_load_schema(str(p)) for p in sorted(SCHEMA_DIR.glob("*.schema.json")))
-        if "$id" in s
-    ]
-    return _Validator(_load_schema(path), registry=Registry().with_resources(resources))
-
-
-_FALLBACK = {
-    "type": lambda v: " or ".join(v) if isinstance(v, list) else str(v),
-    "minimum": lambda v: f"a number >= {v}",
-    "exclusiveMinimum": lambda v: f"a number > {v}",
-    "maximum": lambda v: f"a number <= {v}",
-    "enum": lambda v: "one of " + ", ".join(repr(x) for x in v),
-    "const": lambda v: repr(v),
-    "minLength": lambda v: f"a string of at least {v} characters",
-    "minItems": lambda v: f"at least {v} items",
-    "minProperties": lambda v: f"at least {v} entries",
-    "pattern": lambda v: f"text matching {v}",
-    "uniqueItems": lambda v: "items without repeats",
-}
-
-
-def _schema_error(error: jsonschema.ValidationError, source: str, prefix: str) -> SpecError:
-    """One line for one jsonschema error, named by the instance path."""
-    parts = list(error.absolute_path)
-    sub = error.schema if isinstance(error.schema, dict) else {}
-    instance = error.instance
-    if error.validator == "required" and isinstance(instance, dict):
-        missing = next((k for k in error.validator_value if k not in instance), None)
-        want = sub.get("properties", {}).get(missing, {}).get("x-expected", "a value")
-        return _note(source, join_path(parts + [missing], prefix), f"missing; expected {want}")
-    if error.validator == "additionalProperties" and isinstance(instance, dict) and error.validator_value is False:
-        known = list(sub.get("properties", {}))
-        extra = str(next((k for k in instance if k not in known), None))
-        close = difflib.get_close_matches(extra, known, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return _note(source, join_path(parts + [extra], prefix), f"unknown field{hint}; expected one of {', '.join(known)}")
-    if error.schema is False:
-        return _note(source, join_path(parts, prefix), "not allowed here")
-    if "x-detail" in sub:
-        return _note(source, join_path(parts, prefix), sub["x-detail"])
-    expected = sub.get("x-expected")
-    if expected is None:
-        fallback = _FALLBACK.get(str(error.validator))
-        expected = fallback(error.validator_value) if fallback else error.message
-    return _error(source, join_path(parts, prefix), expected, instance)
-
-
-def validate_against(data: object, schema_name_or_path: str | Path, source: str, prefix: str = "") -> None:
-    """Raise a SpecError for the first schema violation of ``data``.
-
-    ``schema_name_or_path`` is a schema stem in ``mapsearch/spec/schemas`` or
-    the path of a schema file. ``prefix`` is put before every field name (for
-    a part of a bigger document, e.g. ``'architecture'``).
-    """
-    path = Path(schema_name_or_path)
-    if path.suffix != ".json":
-        path = SCHEMA_DIR / f"{schema_name_or_path}.schema.json"
-    validator = _validator_for(str(path))
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return
-    # The shallowest error first (a missing block before what is inside it),
-    # then document order, so the message is stable.
-    # At one depth an unknown field comes first: it is usually a misspelling
-    # of the field that is then reported missing.
-    best = min(
-        errors,
-        key=lambda e: (len(e.absolute_path), e.validator != "additionalProperties", [str(p) for p in e.absolute_path]),
-    )
-    if best.context:  # anyOf / oneOf: report the most specific branch
-        best = jsonschema.exceptions.best_match(best.context) or best
-    raise _schema_error(best, source, prefix)
-
 
 # --------------------------------------------------------------------------
 # Steps 3 and 4: semantic checks and frozen objects.
@@ -429,15 +214,61 @@ def load_architecture(path: str | Path) -> Architecture:
 def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tuple[Workload, Architecture, dict[str, str]]:
     """Read both files and check the workload's homes against the architecture.
 
-    ``architecture_path`` may also name a preset (:mod:`mapsearch.presets`)
+    ``architecture_path`` may also name a preset (:func:`resolve_architecture`)
     when no such file exists.
     """
-    from mapsearch.presets import resolve_architecture  # presets read files through this module
-
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
     architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
     return workload, architecture, homes
+
+
+# --------------------------------------------------------------------------
+# Architecture files of any format, and the bundled presets.
+# --------------------------------------------------------------------------
+
+# The presets are package data of mapsearch.presets (which re-exports the
+# functions below); they are found by path so that reading them needs no
+# import of that package, which sits above this module.
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+def preset_names() -> tuple[str, ...]:
+    """The names of the shipped presets, sorted."""
+    return tuple(sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
+
+
+def preset_path(name: str) -> Path:
+    """The YAML file of preset ``name``; SpecError listing the presets if there is none."""
+    path = PRESET_DIR / f"{name}.yaml"
+    if "/" in name or "\\" in name or not path.is_file():
+        raise SpecError(str(name), "", "", detail=f"no such file or preset; presets: {', '.join(preset_names())}")
+    return path
+
+
+def load_architecture_file(path: str | Path) -> Architecture:
+    """A flat architecture file, or a tree file (``docs/tree-format.md``) with one compute."""
+    if is_tree_file(path):
+        return single_architecture(load_tree(path))
+    return load_architecture(path)
+
+
+def load_preset(name: str) -> Architecture:
+    """The architecture of preset ``name``, a flat architecture file or a one-path tree."""
+    return load_architecture_file(preset_path(name))
+
+
+def resolve_architecture(name_or_path: str | Path) -> tuple[Architecture, str]:
+    """``(architecture, source)`` for a file path if it exists, else a preset name.
+
+    ``source`` is the path as given, or ``preset:NAME``. Neither a file nor a
+    preset: one SpecError line, ``NAME: no such file or preset; presets: ...``.
+    """
+    path = Path(name_or_path)
+    if path.exists():
+        return load_architecture_file(path), str(name_or_path)
+    name = str(name_or_path)
+    return load_preset(name), f"preset:{name}"
 
 
 # --------------------------------------------------------------------------

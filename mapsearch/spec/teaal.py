@@ -31,7 +31,7 @@ Mapping into mapsearch (decisions, see docs/fusion.md "Replay decisions"):
 
   - ``uniform_shape(N)``: parts of ``N`` coordinates. The ``p``-th operator
     limits dimension ``r``'s tile at level ``p`` below the top to exactly
-    ``min(N, extent)``: a :class:`~mapsearch.solve.constraints.TileLimit` with
+    ``min(N, extent)``: a :class:`~mapsearch.spec.constraints.TileLimit` with
     ``lo == hi`` (its sizes are also in ``partitions``).
   - ``uniform_occupancy(L.N)`` (TeAAL): parts of ``N`` non-empty coordinates of
     ``R`` in each fiber of the leader ``L`` (an input of the einsum);
@@ -61,7 +61,9 @@ from pathlib import Path
 from typing import Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.load import _error, _note, join_path, read_yaml
+from mapsearch.spec.constraints import Constraints, TileLimit
+from mapsearch.spec.graph_load import graph_from_einsums
+from mapsearch.spec.reading import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, WorkloadGraph
 
 __all__ = ["PartitionOp", "TeaalSpec", "TeaalSyntaxError", "parse_expression", "teaal_from_dict", "load_teaal"]
@@ -191,9 +193,7 @@ class TeaalSpec:
         return tuple(out)
 
     def constraints(self, architecture) -> tuple:
-        """One :class:`~mapsearch.solve.constraints.Constraints` per einsum (graph order), for ``architecture``."""
-        from mapsearch.solve.constraints import Constraints, TileLimit
-
+        """One :class:`~mapsearch.spec.constraints.Constraints` per einsum (graph order), for ``architecture``."""
         depth = architecture.depth
         names = architecture.level_names
         ext = self.graph.extent
@@ -229,8 +229,6 @@ def _upper_list(value: object, source: str, fld: str) -> tuple[str, ...]:
 
 def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str, int] | None = None) -> TeaalSpec:
     """Validate a TeAAL document and build the chain, the mapping records and notes."""
-    from mapsearch.spec.graph_load import graph_from_einsums
-
     if not isinstance(data, Mapping):
         raise _error(source, "", "a TeAAL specification (einsum, mapping)", data)
     for key in data:

@@ -31,19 +31,17 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.solve.constraints import check_constraints, constraints_from_dict
+from mapsearch.spec.constraints import check_constraints, constraints_from_dict
 from mapsearch.spec.load import (
     architecture_from_dict,
     architecture_to_dict,
     check_homes,
     homes_from_dict,
-    parse_yaml,
-    read_text,
-    read_yaml,
-    validate_against,
     workload_from_dict,
     workload_to_dict,
 )
+from mapsearch.spec.reading import parse_yaml, read_text, read_yaml
+from mapsearch.spec.schema import validate_against
 from mapsearch.sweep.case import Case
 
 __all__ = ["Sweep", "load_sweep", "sweep_from_dict", "expand", "case_content_id", "DEFAULT_TIME_LIMIT"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from mapsearch import cli
+from mapsearch.errors import MapsearchError
 from mapsearch.report.loopnest import loop_nest_code
 from mapsearch.schedule.json_io import dumps_schedule, load_schedule
 
@@ -70,7 +71,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, capsys, monkeypatch):
     out.write_text("old\n")
 
     def boom(schedule):
-        raise cli.MapsearchError("stop")
+        raise MapsearchError("stop")
 
     monkeypatch.setattr("mapsearch.report.loopnest.loop_nest_code", boom)
     _one_line_exit_2(capsys, ["export", str(MNK), "-o", str(out)])

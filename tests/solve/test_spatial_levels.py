@@ -44,7 +44,7 @@ from mapsearch.model.spatial_chains import view_tables  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.sim.walk_spatial import count_spatial  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
@@ -169,6 +169,7 @@ def model_prediction(schedule, monkeypatch):
     from mapsearch.model.decode import decode
 
     monkeypatch.setattr(chains_module, "_survivors", lambda q: np.arange(q["tiles"].shape[0]))
+    monkeypatch.setattr(build_module, "prune_window_chains", lambda chains, windows, depth: chains)
     build_module._chains_cached.cache_clear()
     try:
         p = Problem(schedule.workload, schedule.architecture, schedule.homes)
@@ -233,10 +234,14 @@ def test_a_remainder_parent_piece_idles_an_instance(monkeypatch) -> None:
 
 
 def _in_family(s) -> bool:
-    """The solver's spatial family: a meshed level, filter windows whole at every level, never split."""
-    pinned = bf.pinned_dims(s.workload)
-    return any(lv.instances > 1 for lv in s.architecture.levels) and all(lm.tile_extent(d) == s.workload.extent[d] for lm in s.levels[1:] for d in pinned) and \
-        not any(sp.dim in pinned for lm in s.levels for sp in lm.spatial)
+    """The solver's spatial family: a meshed level; pinned dims whole; a filter window's dims never split spatially."""
+    w = s.workload
+    pinned = bf.pinned_dims(w)
+    windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
+                for d in ix.dims if w.extent[d] > 1}
+    return (any(lv.instances > 1 for lv in s.architecture.levels)
+            and all(lm.tile_extent(d) == w.extent[d] for lm in s.levels[1:] for d in pinned)
+            and not any(sp.dim in pinned | windowed for lm in s.levels for sp in lm.spatial))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mapsearch.errors import SpecError
-from mapsearch.solve.constraints import TileLimit, check_constraints
+from mapsearch.spec.constraints import TileLimit, check_constraints
 from mapsearch.spec.architecture import Architecture, Level, Link
 from mapsearch.spec.teaal import TeaalSyntaxError, load_teaal, parse_expression, teaal_from_dict
 

@@ -1,9 +1,8 @@
-"""The sparse options of ``mapsearch solve``: ``--density T=SPEC`` and ``--format T=FMT``, parsed.
+"""Densities and formats as text: ``T=SPEC`` and ``T=FMT`` (``mapsearch solve --density/--format``), parsed.
 
 Pure functions from text to the objects of :mod:`mapsearch.sparse`; a bad
-value raises :class:`~mapsearch.solve.cli_solve.UsageError`, one line that
-names the option, the tensor and what was expected (the CLI prints it and
-exits 2).
+value raises :class:`~mapsearch.errors.UsageError`, one line that names the
+option, the tensor and what was expected (the CLI prints it and exits 2).
 
 Density specs (one value per rank of the tensor, top rank first):
 
@@ -26,10 +25,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping, Sequence, Union
 
-from mapsearch.solve.cli_solve import UsageError
+from mapsearch.errors import UsageError
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format
-from mapsearch.spec.workload import Workload
+from mapsearch.spec.workload import TensorAccess, Workload
 
 Density = Union[Dense, Uniform, NofM, Banded]
 
@@ -192,13 +191,18 @@ def parse_formats(items: Sequence[str] | None, workload: Workload) -> dict[str, 
         option = f"--format {name}"
         if name in out:
             raise UsageError(option, f"one format per tensor; {name} already has {out[name].text()}", item)
-        n = len(access.indices)
-        try:
-            out[name] = Format.parse(text, n)
-        except ValueError:
-            raise UsageError(option, f"a format of {access.text()}: CSR, CSF, COO, CISS, dense or {n} letter(s) U/C",
-                             text) from None
+        out[name] = parse_format(text, access, option)
     return out
+
+
+def parse_format(text: str, access: TensorAccess, option: str = "--format") -> Format:
+    """A format name for the tensor ``access`` (CSR, CSF, COO, CISS, dense, or one letter U/C per rank)."""
+    n = len(access.indices)
+    try:
+        return Format.parse(text, n)
+    except ValueError:
+        raise UsageError(option, f"a format of {access.text()}: CSR, CSF, COO, CISS, dense or {n} letter(s) U/C",
+                         text) from None
 
 
 def is_sparse(densities: Mapping[str, object], formats: Mapping[str, Format]) -> bool:

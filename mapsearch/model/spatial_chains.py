@@ -42,8 +42,10 @@ from mapsearch.model.footprints import footprint_values
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
 # array, 100x37x61 with every part (36,240 rows for m) solves in 15 s instead of 0.7 s; 256^3
-# with balanced parts (24,090 rows per dimension) in 33 s instead of 4 s with dividing parts.
-SPATIAL_ROWS_LIMIT = 40_000  # every part at every meshed level up to this
+# with balanced parts (24,090 rows per dimension) in 33 s instead of 4 s with dividing parts;
+# the ResNet-50 1x1 layer on eyeriss-like with every part of p and q (16,332 rows each, 28,000
+# before pruning) in 64 s, with balanced ones (2,680 each) in 3.7 s, the same optimum.
+SPATIAL_ROWS_LIMIT = 15_000  # every part at every meshed level up to this
 BALANCED_ROWS_LIMIT = 8_000  # a narrower family at some level: up to this, else parts that divide
 ALL_PARTS = "all parts"
 BALANCED_PARTS = "balanced parts ceil(T/m) only"

@@ -65,3 +65,18 @@ def test_eyeriss_like_numbers():
     assert pe.instances == 168
     assert pe.link == Link(Fraction(1, 12), Fraction(1, 4), "separate")
     assert pe.axis("y").reuses("O", True) and not pe.axis("x").reuses("O", True)
+
+
+def test_simba_like_numbers():
+    """Three meshed levels: 36 chiplets (6 x 6), 16 PEs each, 8 x 8 vector MAC lanes per PE."""
+    arch = single_architecture(load_tree(PRESETS / "simba-like.yaml"))
+    assert arch.level_names == ("DRAM", "GB", "PE", "Lane")
+    dram, gb, pe, lane = arch.levels
+    assert gb.capacity == 64 * 1024 and gb.instances == 36
+    assert pe.capacity == 8 * 1024 + 32 * 1024 + 3 * 1024 * 8 // 24 == 41_984 and pe.instances == 16
+    assert lane.capacity == 3 and lane.mesh == (MeshAxis("vec", 8, ("output",)), MeshAxis("lane", 8, ("all",)))
+    assert [lv.instances for lv in arch.levels if lv.instances > 1] == [36, 16, 64]
+    # 16 PEs x 64 MACs x 2 operations at about 2 GHz: the abstract's 4 TOPS per chiplet.
+    assert pe.instances * lane.instances * 2 * 1.95e9 == pytest.approx(4e12, rel=0.01)
+    assert gb.link == Link(Fraction(1, 64), Fraction(1, 64), "shared")
+    assert lane.link == Link(Fraction(1, 16), Fraction(1, 8), "separate")

@@ -181,15 +181,17 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
 def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, homes: Mapping[str, str] | None = None,
                 time_limit: float | None = None, work_limit: float | None = None, workers: int | None = None,
                 seed: int | None = None, placement: bool | None = None, options: SolveOptions | None = None,
-                replay_mode: str | None = "count", strict: bool = True) -> ChainResult:
+                replay_mode: str | None = "count", strict: bool = True,
+                extents: Mapping[str, int] | None = None) -> ChainResult:
     """A chain of einsums (or a TeAAL specification) fused at every level, unfused and materialized; the best
     replayed.
 
     ``result.best`` names the best option (the shortest time, then the fewest
     words), ``result.candidates()`` lists every option with its time and
     words, ``result.replay`` holds the replay checks (docs/fusion.md).
+    ``extents``: the ranks of a TeAAL file without ``shape:``.
     """
-    loaded = workload_of(workload)
+    loaded = workload_of(workload, extents=extents)
     arch = architecture_of(architecture)
     opts = _options(options, arch, None, dict(time_limit=time_limit, work_limit=work_limit, workers=workers,
                                                seed=seed, placement=placement))

@@ -47,6 +47,7 @@ _KINDS = {
     "add": "elementwise", "sub": "elementwise", "mul": "elementwise", "div": "elementwise", "scale": "elementwise",
     "bias": "elementwise", "where": "elementwise", "concat": "elementwise", "pow": "elementwise", "sqrt": "elementwise",
     "batchnorm": "normalisation", "layernorm": "normalisation", "groupnorm": "normalisation", "rmsnorm": "normalisation",
+    "lrn": "normalisation",  # local response norm: x / (bias + alpha/size * sum of x^2 over nearby channels)^beta
     "maxpool": "pooling", "avgpool": "pooling", "reduce": "pooling",
     "softmax": "softmax", "embedding": "embedding",
 }

@@ -48,7 +48,7 @@ from mapsearch.cli.solving import (
     replay_mode_of,
     simulator_failure,
 )
-from mapsearch.errors import MapsearchError
+from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.report.solve_report import render_solve_text, solve_report_dict
 
@@ -74,6 +74,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(api.preset_names()) + ")")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
+    solve.add_argument("--extent", metavar="NAME=N", action="append", default=[],
+                       help="a rank's extent for a TeAAL workload without a shape: line (repeatable; overrides shape:)")
     solve.add_argument(
         "--objective",
         metavar="OBJECTIVE",
@@ -163,6 +165,8 @@ def run(args: argparse.Namespace) -> None:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
                                  f"{args.workload} is a chain or TeAAL file")
         return solve_chain.run(args)
+    if getattr(args, "extent", None):
+        raise UsageError("--extent", "a TeAAL workload (other workloads give their extents in the file)", args.workload)
     objective_of(args)  # a bad objective fails before any file is read
     mode = replay_mode_of(args)
     if flags:

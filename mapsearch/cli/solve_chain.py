@@ -45,6 +45,17 @@ __all__ = ["run"]
 log = logging.getLogger(__name__)
 
 
+def extents_of(args: argparse.Namespace) -> dict[str, int]:
+    """``--extent NAME=N`` (repeatable) as a dict; a malformed one is a one-line UsageError."""
+    out: dict[str, int] = {}
+    for text in getattr(args, "extent", None) or []:
+        name, sep, value = str(text).partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit() or int(value) < 1:
+            raise UsageError("--extent", "NAME=N with N an int >= 1", text)
+        out[name.strip()] = int(value)
+    return out
+
+
 def run(args: argparse.Namespace) -> None:
     """``mapsearch solve`` on a chain or TeAAL file; a failure raises (:mod:`mapsearch.cli.exits`)."""
     objective = getattr(args, "objective", None) or "time"
@@ -57,7 +68,8 @@ def run(args: argparse.Namespace) -> None:
     arch = api.load_architecture(args.architecture)
     options = options_from_args(args, arch)
     try:
-        result = api.solve_chain(args.workload, arch, options=options, replay_mode=mode, strict=False)
+        result = api.solve_chain(args.workload, arch, options=options, replay_mode=mode, strict=False,
+                                 extents=extents_of(args))
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e
     notes = teaal_notes(result.teaal, arch) if result.teaal is not None else []

@@ -75,7 +75,10 @@ class BufferCounter:
         self.words += int(words.sum())
         self.largest = max(self.largest, int(words.max()))
         if self.is_output:
-            key = np.ravel_multi_index(tuple(at[k] for k in self.out_dims), self.radix)
+            if self.out_dims:
+                key = np.ravel_multi_index(tuple(at[k] for k in self.out_dims), self.radix)
+            else:  # a rank-0 output has one region, key 0 (ravel_multi_index cannot take zero axes)
+                key = np.zeros(len(idx), _I64)
             pos = np.arange(self.entries, self.entries + len(idx), dtype=_I64)
             np.minimum.at(self.first_entry, key, pos)
             seen_before = self.first_entry[key] < pos

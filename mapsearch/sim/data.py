@@ -201,7 +201,8 @@ def visited_exactly_once(schedule: Schedule, tables: PieceTables, chunk: int = C
     radix = tuple(tables.count(inner, k) for k in range(len(tables.dims)))
     visits = np.zeros(math.prod(radix), np.int64)  # saturates at 2: "more than once"
     for pid in tile_chunks(schedule, tables, inner, chunk):
-        counts = np.bincount(np.ravel_multi_index(tuple(pid), radix), minlength=len(visits))
+        key = np.ravel_multi_index(tuple(pid), radix) if radix else np.zeros(pid.shape[1], np.int64)  # no dims: one tile
+        counts = np.bincount(key, minlength=len(visits))
         np.minimum(visits + counts, 2, out=visits)
     return bool((visits == 1).all())
 

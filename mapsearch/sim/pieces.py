@@ -94,6 +94,9 @@ def tile_chunks(schedule: Schedule, tables: PieceTables, level: int, chunk: int 
 def _expand(parent: np.ndarray, nch, first, order: list[int], chunk: int) -> Iterator[np.ndarray]:
     """Children of each parent tile, parents in order, children in ``order`` (outer -> inner)."""
     nd, n_par = parent.shape
+    if nd == 0:  # no dimensions (a single MAC of scalars): every tile is its parent's only child
+        yield parent
+        return
     cnt = np.stack([nch[k][parent[k]] for k in range(nd)])
     base = np.stack([first[k][parent[k]] for k in range(nd)])
     if n_par == 1 or bool((cnt == cnt[:, :1]).all()):

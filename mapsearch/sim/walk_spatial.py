@@ -69,7 +69,9 @@ class _Tracker:
         self.level = level
         self.is_output = wl.is_output(tensor)
         dims = wl.dims
-        self.axes = [tuple((dims.index(d), c) for d, c in ix.terms) for ix in wl.tensor(tensor).indices]
+        axes = [tuple((dims.index(d), c) for d, c in ix.terms) for ix in wl.tensor(tensor).indices]
+        # A rank-0 tensor gets one axis with no terms: its region is always [0, 0], one word.
+        self.axes = axes or [()]
         self.n = layout.count[level]
         self.src = schedule.keeper_above(tensor, level)
         self.flushable = self.is_output and self.src != schedule.home(tensor)
@@ -90,7 +92,7 @@ class _Tracker:
         self.seen = np.zeros(0, _I64)  # outputs: keys (instance, region) entered before
         self.radix = None
         if self.is_output:
-            self.radix = (self.n,) + tuple(int(wl.tensor_shape(tensor)[a]) for a in range(len(self.axes)))
+            self.radix = (self.n,) + tuple(int(x) for x in (wl.tensor_shape(tensor) or (1,)))
         self.change: np.ndarray | None = None  # this chunk's change mask, for the levels below
 
     def _weights(self, layout: Layout) -> None:
@@ -122,8 +124,9 @@ class _Tracker:
         """``(2*axes, steps, instances)``: lo, hi per axis of the tiles (valid where active)."""
         cols = []
         for terms in self.axes:
-            lo = sum(c * start[k] for k, c in terms)
-            hi = sum(c * (start[k] + size[k] - 1) for k, c in terms)
+            zero = np.zeros_like(start[0])  # the shape of a region column, also for an axis with no terms
+            lo = sum((c * start[k] for k, c in terms), zero)
+            hi = sum((c * (start[k] + size[k] - 1) for k, c in terms), zero)
             cols += [lo, hi]
         return np.stack(cols)
 

@@ -54,12 +54,25 @@ class LoadedWorkload:
         return isinstance(self.workload, WorkloadGraph)
 
 
+def _is_teaal_file(path: str | Path) -> bool:
+    data = read_yaml(path)
+    return isinstance(data, Mapping) and isinstance(data.get("einsum"), Mapping)
+
+
 def _is_chain_dict(data: Mapping[str, Any]) -> bool:
     return "einsums" in data or isinstance(data.get("einsum"), Mapping)
 
 
-def workload_of(source: WorkloadSource, *, source_name: str | None = None) -> LoadedWorkload:
-    """The workload (one einsum or a chain), its homes and its TeAAL mapping, from any source above."""
+def workload_of(source: WorkloadSource, *, source_name: str | None = None,
+                extents: Mapping[str, int] | None = None) -> LoadedWorkload:
+    """The workload (one einsum or a chain), its homes and its TeAAL mapping, from any source above.
+
+    ``extents`` gives the ranks of a TeAAL specification that has no ``shape:``
+    (TeAAL takes them from the data); other workloads carry their extents.
+    """
+    if extents and not (isinstance(source, Mapping) and isinstance(source.get("einsum"), Mapping)) \
+            and not (isinstance(source, (str, Path)) and _is_teaal_file(source)):
+        raise UsageError("--extent", "a TeAAL workload (other workloads give their extents in the file)", str(source))
     if isinstance(source, LoadedWorkload):
         return source
     if isinstance(source, (Workload, WorkloadGraph)):
@@ -67,7 +80,7 @@ def workload_of(source: WorkloadSource, *, source_name: str | None = None) -> Lo
     if isinstance(source, Mapping):
         name = source_name or "<dict>"
         if isinstance(source.get("einsum"), Mapping):
-            spec = teaal_from_dict(dict(source), name)
+            spec = teaal_from_dict(dict(source), name, extents)
             return LoadedWorkload(spec.graph, {}, spec, name)
         if "einsums" in source:
             graph, homes = graph_and_homes_from_dict(dict(source), name)
@@ -76,7 +89,7 @@ def workload_of(source: WorkloadSource, *, source_name: str | None = None) -> Lo
     if isinstance(source, (str, Path)):
         data = read_yaml(source)
         if isinstance(data, Mapping) and (_is_chain_dict(data) or "einsum" in data):
-            return workload_of(data, source_name=str(source))
+            return workload_of(data, source_name=str(source), extents=extents)
         return LoadedWorkload(load_workload_any(source), source=str(source))  # its one-line error otherwise
     raise UsageError("workload", "a Workload, a WorkloadGraph, a dict in the workload format or a file path",
                      type(source).__name__)

@@ -286,6 +286,7 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
     for r, v in (extents or {}).items():
         ext[str(r).lower()] = v
         ext_field = "extents"
+    _check_every_rank_has_an_extent(decl, einsums, ext, source)
     name = str(data.get("name") or Path(source).stem or "teaal")
     graph = graph_from_einsums(name, einsums, ext, source, [f"einsum.expressions[{n}]" for n in range(len(einsums))],
                                extents_field=ext_field)
@@ -431,6 +432,19 @@ def _loop(loop: str, dims, parts: Mapping[str, tuple[PartitionOp, ...]], source:
 def _loop_level(d: str, k: int | None, parts) -> int:
     n = len(parts.get(d, ()))
     return 10**6 if (k is None or k == 0) else n - k + 1
+
+
+def _check_every_rank_has_an_extent(decl: Mapping[str, list[str]], einsums: list[Einsum], ext: Mapping[str, object],
+                                    source: str) -> None:
+    """TeAAL itself takes rank extents from the tensors' data, so a file may have none: name what is missing, and how to give it."""
+    used = {d for e in einsums for a in (e.output, *e.inputs) for d in a.dims}
+    ranks = [r for t in decl for r in decl[t] if r.lower() in used]
+    missing = list(dict.fromkeys(r for r in ranks if r.lower() not in ext))
+    if missing:
+        example = " ".join(f"--extent {r}=N" for r in missing)
+        raise _note(source, "shape", f"expected an extent for every rank (TeAAL takes them from the data; add "
+                    f"'shape: {{{', '.join(f'{r}: N' for r in missing)}}}' or pass {example}), "
+                    f"got none for {', '.join(missing)}")
 
 
 def load_teaal(path: str | Path, extents: Mapping[str, int] | None = None) -> TeaalSpec:

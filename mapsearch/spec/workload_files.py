@@ -53,11 +53,12 @@ def is_chain_file(path: str | Path) -> bool:
     return isinstance(data, Mapping) and ("einsums" in data or isinstance(data.get("einsum"), Mapping))
 
 
-def load_chain(path: str | Path) -> tuple[WorkloadGraph, dict[str, str], TeaalSpec | None]:
-    """``(graph, homes, teaal_spec or None)`` of a chain or TeAAL file."""
+def load_chain(path: str | Path, extents: Mapping[str, int] | None = None
+               ) -> tuple[WorkloadGraph, dict[str, str], TeaalSpec | None]:
+    """``(graph, homes, teaal_spec or None)`` of a chain or TeAAL file (``extents``: a TeAAL file's ranks)."""
     data = read_yaml(path)
     if isinstance(data, Mapping) and isinstance(data.get("einsum"), Mapping):
-        spec = teaal_from_dict(data, str(path))
+        spec = teaal_from_dict(data, str(path), extents)
         return spec.graph, {}, spec
     graph, homes = graph_and_homes_from_dict(data, str(path))
     return graph, homes, None

@@ -415,3 +415,24 @@ def test_replay_mode_is_passed_through(monkeypatch, capsys):
     monkeypatch.setattr(sim_replay, "replay", lambda s, mode="events": seen.append(mode) or real(s, mode=mode))
     assert cli.main(["solve", MATMUL, ARCH, "--replay-mode", "events"]) == 0
     assert seen == ["events"] and "predicted vs replayed (events mode)" in capsys.readouterr().out
+
+
+TEAAL_NO_SHAPE = """einsum:
+  declaration: {A: [I, J], B: [J, K], Y: [I, K]}
+  expressions: ["Y[i, k] = A[i, j] * B[j, k]"]
+"""
+
+
+def test_teaal_extents_from_the_command_line(tmp_path, capsys):
+    spec = tmp_path / "mm.yaml"
+    spec.write_text(TEAAL_NO_SHAPE)
+    arch = str(Path(__file__).resolve().parents[2] / "examples" / "arch-three-level.yaml")
+    assert cli.main(["solve", str(spec), arch]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"mapsearch: {spec}: shape: expected an extent for every rank (TeAAL takes them from the data; add "
+                   "'shape: {I: N, J: N, K: N}' or pass --extent I=N --extent J=N --extent K=N), got none for I, J, K\n")
+    assert cli.main(["solve", str(spec), arch, "--extent", "I=4", "--extent", "J=5", "--extent", "K=6", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["workload"]["extents"] == {"i": 4, "j": 5, "k": 6}
+    assert cli.main(["solve", str(spec), arch, "--extent", "I=0"]) == 2
+    assert capsys.readouterr().err == "mapsearch: --extent: expected NAME=N with N an int >= 1, got 'I=0'\n"

@@ -13,14 +13,13 @@ at a split it keeps its own part of each parent piece, then tiles it. What
 the model reads of a dimension below a split is a *view*: per meshed level,
 ``"rep"`` (digit 0, whose part is the largest in every piece) or ``"sum"``
 (summed over every digit). A view's tables are sums over the view's
-instances of that instance's counts, footprint sums, still sums and calls,
-computed per piece in closed form, never by walking instances
-(:func:`view_tables`): a split summed over its digits cuts a piece like a
-tile does (``floor(x/P)`` parts of ``P`` and one of ``x mod P``), a split
-seen by digit 0 clips it to ``min(x, P)``, and a piece above a split counts
-once per instance of the view that is active in it. So the cost is per
-chain and level, whatever the instance count. Why these views are all the
-model needs is proved in docs/spatial.md ("Several meshed levels").
+instances of that instance's counts, footprint sums, still sums and calls
+(:func:`view_tables`), vectorised over the chain rows. Digits that get the
+same part of every parent piece do the same work, so the tables walk the
+lowest digit of each such class and weigh it by the class's size: the cost
+is per class (a few per split), whatever the instance count. Why these
+views are all the model needs is proved in docs/spatial.md ("Several
+meshed levels").
 
 Which parts are enumerated (:func:`choose_families`): per meshed level
 every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that

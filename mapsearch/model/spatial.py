@@ -142,11 +142,15 @@ def _as_bool(enc: Encoding, q: Q, stem: str):
 
 def reuse_literal(enc: Encoding, d: str, lv: int, tensor: str) -> Literal:
     """True when the axis ``d`` is mapped to at meshed level ``lv`` may reuse ``tensor``."""
-    w = enc.problem.workload
-    is_out = w.is_output(tensor)
-    lits = [enc.bool_and([enc.on_axis[(d, lv, a)]], f"{d}_L{lv}_axis{a}") for a, ax in enumerate(axes(enc, lv))
-            if (d, lv, a) in enc.on_axis and ax.reuses(tensor, is_out)]
-    return enc.bool_or(lits, f"{d}_L{lv}_reuses_{tensor}")
+    key = ("reuses", d, lv, tensor)
+    if key not in enc.cache:
+        w = enc.problem.workload
+        is_out = w.is_output(tensor)
+        mapped = [(a, ax) for a, ax in enumerate(axes(enc, lv)) if (d, lv, a) in enc.on_axis]
+        lits = [enc.on_axis[(d, lv, a)] for a, ax in mapped if ax.reuses(tensor, is_out)]
+        # d sits on exactly one of its axes: when every one of them reuses the tensor, so does d's.
+        enc.cache[key] = True if len(lits) == len(mapped) else enc.bool_or(lits, f"{d}_L{lv}_reuses_{tensor}")
+    return enc.cache[key]
 
 
 def _shared(enc: Encoding, d: str, lv: int, tensor: str):

@@ -53,12 +53,16 @@ out), one run each, with utilization and array utilization
 (``op_calls / (instances x busiest calls)``):
 
 - the 16x16 array of ``examples/array/arch-16x16.yaml``: matmul 128x96x64
-  (fills it) and 100x37x61 (cannot): <= 30 s, proven optimal;
-- the ResNet-50 3x3 layer on the ``tpu-v4i-like`` (128x128 PEs) and
-  ``eyeriss-like`` (14x12 PEs) presets, ``--time-limit 60``: <= 60 s,
-  proven optimal or a reported gap. A schedule whose predicted occupancy
-  exceeds a level's capacity is flagged ILLEGAL (it is not replayed here:
-  16,384 instances take the count replay minutes);
+  (fills it) and 100x37x61 (cannot): <= 30 s, proven optimal; 100x37x61
+  on the four clusters of 8x8 PEs of ``examples/array/arch-4x8x8.yaml``
+  (two meshed levels);
+- 97x193x61 and the ResNet-50 1x1 and 3x3 layers on the ``tpu-v4i-like``
+  (4 MXUs x 128x128 PEs: two meshed levels) and ``eyeriss-like`` (14x12
+  PEs) presets, ``--time-limit 60``: <= 60 s, proven optimal or a reported
+  gap. A schedule whose predicted occupancy exceeds a level's capacity is
+  flagged ILLEGAL. Every schedule is replayed (count mode, instances that
+  do the same work walked once) and the replay's seconds are printed next
+  to the solve's: the check must take at most the solve's time.
 - small array cases against the spatial brute force
   (``tests/brute_force_spatial.py``), speedup printed.
 """
@@ -164,13 +168,19 @@ def array_cases() -> list[Case]:
     from mapsearch.spec.load import load_architecture, load_workload
 
     arr = load_architecture(ARRAY_DIR / "arch-16x16.yaml")
-    conv = Workload.from_text("resnet3x3", CONV, {"n": 1, "k": 64, "c": 64, "p": 56, "q": 56, "r": 3, "s": 3})
-    return [
+    clusters = load_architecture(ARRAY_DIR / "arch-4x8x8.yaml")
+    conv = Workload.from_text("resnet3x3", CONV, RESNET_3X3)
+    conv1 = Workload.from_text("resnet1x1", CONV1X1, RESNET_1X1)
+    awkward = load_workload(ARRAY_DIR / "matmul-100x37x61.yaml")
+    out = [
         Case("mm 128x96x64, 16x16 array", load_workload(ARRAY_DIR / "matmul-128x96x64.yaml"), arr, 30.0, time_limit=120.0),
-        Case("mm 100x37x61, 16x16 array", load_workload(ARRAY_DIR / "matmul-100x37x61.yaml"), arr, 30.0, time_limit=120.0),
-        Case("resnet50 3x3, tpu-v4i-like", conv, load_preset("tpu-v4i-like"), 60.0, gap_ok=1.0, time_limit=60.0),
-        Case("resnet50 3x3, eyeriss-like", conv, load_preset("eyeriss-like"), 60.0, gap_ok=1.0, time_limit=60.0),
+        Case("mm 100x37x61, 16x16 array", awkward, arr, 30.0, time_limit=120.0),
+        Case("mm 100x37x61, 4x8x8 clusters", awkward, clusters, 30.0, time_limit=120.0),
     ]
+    for preset in ("tpu-v4i-like", "eyeriss-like"):
+        for name, w in (("mm 97x193x61", matmul(97, 193, 61)), ("resnet50 1x1", conv1), ("resnet50 3x3", conv)):
+            out.append(Case(f"{name}, {preset}", w, load_preset(preset), 60.0, gap_ok=1.0, time_limit=60.0))
+    return out
 
 
 def small_array_cases():
@@ -271,22 +281,29 @@ def over_capacity(result) -> list[str]:
 def run_arrays(args) -> list[bool]:
     rows = []
     print()
-    header = (f"{'array case':28} {'status':9} {'solve s':>8} {'target':>7} {'gap':>7} {'util':>7} {'array':>7}  "
-              f"{'verdict':7} objective")
+    from mapsearch.sim.replay import replay
+
+    header = (f"{'array case':30} {'status':17} {'solve s':>8} {'replay s':>8} {'target':>7} {'gap':>7} {'util':>7} "
+              f"{'array':>7}  {'verdict':7} objective")
     print(header)
     print("-" * len(header))
     for case in array_cases():
         seconds, result, error, _ = run_case(case, 1)
         if error:
-            print(f"{case.name:28} {'ERROR':9} {'':>8} {case.target_s:7.2f} {'':>7} {'':>7} {'':>7}  {'MISS':7} {error}")
+            print(f"{case.name:30} {'ERROR':17} {'':>8} {'':>8} {case.target_s:7.2f} {'':>7} {'':>7} {'':>7}  {'MISS':7} "
+                  f"{error}")
             rows.append(False)
             continue
         f = result.schedule.predicted
         illegal = over_capacity(result)
+        t0 = time.perf_counter()
+        same = not illegal and differences(f, replay(result.schedule, mode="count").figures) == []
+        replay_s = time.perf_counter() - t0
         ok_status = result.status == "OPTIMAL" or result.gap <= case.gap_ok
-        verdict = "ILLEGAL" if illegal else "PASS" if seconds <= case.target_s and ok_status else "MISS"
+        verdict = ("ILLEGAL" if illegal else "MISMATCH" if not same
+                   else "PASS" if seconds <= case.target_s and ok_status and replay_s <= seconds else "MISS")
         rows.append(verdict == "PASS")
-        print(f"{case.name:28} {result.status:9} {seconds:8.3f} {case.target_s:7.2f} {result.gap:7.2%} "
+        print(f"{case.name:30} {result.status:17} {seconds:8.3f} {replay_s:8.3f} {case.target_s:7.2f} {result.gap:7.2%} "
               f"{float(f.utilization):7.2%} {float(f.array_utilization):7.2%}  {verdict:7} {fmt_objective(result)}  "
               f"[time {f.time}, array utilization {f.array_utilization}, words {f.words_total}; "
               f"phases {', '.join(f'{p.name} {p.status} {p.seconds:.2f}s' for p in result.phases)}"

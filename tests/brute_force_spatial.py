@@ -1,4 +1,4 @@
-"""Brute force over the solver's spatial family (one meshed level), scored by the replay.
+"""Brute force over the solver's spatial family (one or several meshed levels), scored by the replay.
 
 An oracle for the CP-SAT mapper's spatial fanouts that shares nothing with
 it: like ``tests/brute_force.py`` (whose pieces it reuses) it imports
@@ -9,21 +9,24 @@ straight from docs/spatial.md ("What the solver searches"):
   pinned dimensions of ``tests/brute_force.py`` held whole, and the two
   dimensions of a filter window (an input axis over two) never split
   spatially, as the solver's family;
-- at the one meshed level ``s``, per dimension, every part extent ``P`` with
-  ``T_{s-1} >= P >= T_s`` (the contract's parts: each level-``(s-1)`` piece
-  ``x`` is cut into ``min(P, x - x0)`` for ``x0 = 0, P, 2P, ...``, so the
-  last parts may be smaller and some instances idle), ``factor =
-  ceil(T_{s-1} / P)`` at most the largest axis (``T_0 = E``); ``P = T_{s-1}``
-  is "not split". ``even_only=True`` keeps the older family (``P`` divides
-  every level-``(s-1)`` piece), to measure what unequal parts gain;
-- every assignment of the split dimensions (factor > 1) to mesh axes with
-  the product of the factors on each axis at most its size, and no split
-  on an axis over a dimension that indexes one of its ``must_reuse``
-  tensors (two split dims
-  on one axis are listed in workload order: the instance coordinates are
-  then mixed-radix, first listed outermost);
+- at every meshed level ``s`` (a level with more than one instance; there
+  may be several), per dimension, every part extent ``P_s`` with
+  ``T_{s-1} >= P_s >= T_s`` (the contract's parts: each level-``(s-1)``
+  piece ``x`` is cut into ``min(P, x - x0)`` for ``x0 = 0, P, 2P, ...``, so
+  the last parts may be smaller and some instances idle), ``factor =
+  ceil(T_{s-1} / P_s)`` at most the level's largest axis (``T_0 = E``);
+  ``P_s = T_{s-1}`` is "not split". A dimension may be split at several
+  levels (parts of parts). ``even_only=True`` keeps the older family (``P``
+  divides every level-``(s-1)`` piece of the unsplit tiles), to measure what
+  unequal parts gain;
+- at every meshed level, every assignment of its split dimensions (factor >
+  1) to its mesh axes with the product of the factors on each axis at most
+  its size, and no split on an axis over a dimension that indexes one of
+  its ``must_reuse`` tensors (two split dims on one axis are listed in
+  workload order: the instance coordinates are then mixed-radix, first
+  listed outermost);
 - every loop order of every level below the top, dims that do not advance
-  (``T_i`` equal to the parent extent, or to the part at the meshed level)
+  (``T_i`` equal to the parent extent, or to the part at a meshed level)
   innermost in workload order, as in ``tests/brute_force.py``;
 - every keep/bypass choice of the levels strictly between a home and L0.
 
@@ -34,15 +37,15 @@ against plain replays, schedule by schedule):
 - *per-tensor keeps.* The replay's traffic of a tensor depends only on the
   nest and that tensor's own keep levels (every tracker, its keeper and the
   flush rule are per tensor). So when each tensor has one free level (three
-  levels, homes at the top) and every link has a single copy (the mesh is
-  at L0), one replay with every tensor kept and one with every tensor
+  levels, homes at the top) and every link has a single copy (the only mesh
+  is at L0), one replay with every tensor kept and one with every tensor
   bypassed give every keep choice's words and link times; capacities are
   checked from the occupancy rule (homes + the first tile of each kept
   tensor, x2 double-buffered when smaller than the tensor), which is the
   replay's per-instance peak (instance 0's part is the largest, and its
   first tile is the level's tile).
-  Otherwise (a mesh in the middle: the link below it has one copy per
-  instance and its time is the busiest copy's) every schedule is replayed
+  Otherwise (a mesh above L0: the links below it have one copy per
+  instance and their time is the busiest copy's) every schedule is replayed
   as it is.
 - *compute-time bound* (objective ``time`` only): a nest's compute time
   depends on its tiles and splits, not its orders or keeps, and bounds its
@@ -68,13 +71,19 @@ from mapsearch.sim.errors import CapacityError
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import Workload
 
-__all__ = ["Objective", "SpatialResult", "brute_force_spatial", "family", "meshed_level", "pieces", "all_scored"]
+__all__ = ["Objective", "SpatialResult", "brute_force_spatial", "family", "meshed_levels", "pieces", "all_scored"]
+
+
+def meshed_levels(arch: Architecture) -> list[int]:
+    """The levels with more than one instance, outermost first (at least one)."""
+    levels = [i for i, lv in enumerate(arch.levels) if lv.instances > 1]
+    assert levels, "a spatial family needs a meshed level"
+    return levels
 
 
 def meshed_level(arch: Architecture) -> int:
-    levels = [i for i, lv in enumerate(arch.levels) if lv.instances > 1 or lv.mesh]
-    assert len(levels) == 1, "the solver's family has exactly one meshed level"
-    return levels[0]
+    """The outermost meshed level."""
+    return meshed_levels(arch)[0]
 
 
 def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
@@ -92,21 +101,36 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
 
 
-def dim_options(extent: int, depth: int, s: int, max_factor: int, pinned: bool) -> list[tuple[tuple[int, ...], int, int]]:
-    """Per dimension: every (chain, part, factor) of the family; ``part`` is the parent extent when unsplit."""
+def _largest_axis(arch: Architecture, s: int) -> int:
+    return max(a.size for a in arch.levels[s].mesh)
+
+
+def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinned: bool
+                ) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """Per dimension: every (chain, parts, factors) of the family, one part and factor per meshed level.
+
+    ``meshed``: ``(level, largest axis)`` per meshed level; a part is the
+    parent extent where the level does not split the dimension.
+    """
     if pinned:
         chain = (extent,) * depth
-        return [(chain, extent, 1)]
+        return [(chain, tuple(extent for _ in meshed), tuple(1 for _ in meshed))]
     out = []
     for chain in bf.chains(extent, depth):
-        parent = extent if s == 1 else chain[s - 2]
-        above = pieces(extent, chain, s - 1)
-        for part in range(chain[s - 1], parent + 1):
-            if EVEN_ONLY and not all(x % part == 0 for x in above):
-                continue
-            factor = -(-parent // part)
-            if factor <= max_factor:
-                out.append((chain, part, factor))
+        per_level = []
+        for s, max_factor in meshed:
+            parent = extent if s == 1 else chain[s - 2]
+            above = pieces(extent, chain, s - 1)
+            options = []
+            for part in range(chain[s - 1], parent + 1):
+                if EVEN_ONLY and not all(x % part == 0 for x in above):
+                    continue
+                factor = -(-parent // part)
+                if factor <= max_factor:
+                    options.append((part, factor))
+            per_level.append(options)
+        for combo in itertools.product(*per_level):
+            out.append((chain, tuple(p for p, _ in combo), tuple(f for _, f in combo)))
     return out
 
 
@@ -117,78 +141,86 @@ class Nest:
     orders: tuple[tuple[str, ...], ...]
 
 
-def _orders(w: Workload, tiles: Mapping[str, tuple[int, ...]], parts: Mapping[str, int], s: int, level: int):
+def _orders(w: Workload, tiles: Mapping[str, tuple[int, ...]], parts: Mapping[int, Mapping[str, int]], level: int):
     parent = {d: w.extent[d] if level == 1 else tiles[d][level - 2] for d in w.dims}
-    if level == s:
-        parent = {d: parts[d] for d in w.dims}
+    if level in parts:
+        parent = dict(parts[level])
     moving = [d for d in w.dims if tiles[d][level - 1] < parent[d]]
     still = tuple(d for d in w.dims if d not in moving)
     return [p + still for p in itertools.permutations(moving)]
 
 
-def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, tuple[SpatialSplit, ...]]]:
-    """Every (tiles, parts, splits): the tile chains, the part extents and the splits on mesh axes.
+def _axis_assignments(w: Workload, arch: Architecture, s: int, split: list[tuple[str, int, int]]):
+    """Every mapping of the level's split dims (``(dim, part, factor)``) to its axes: the splits it gives."""
+    mesh = arch.levels[s].mesh
+    for axes in itertools.product(range(len(mesh)), repeat=len(split)):
+        used = [1] * len(mesh)
+        for (_, _, f), a in zip(split, axes):
+            used[a] *= f
+        if any(u > ax.size for u, ax in zip(used, mesh)):
+            continue
+        if any(d in w.tensor(t).dims for (d, _, _), a in zip(split, axes) for t in w.tensor_names
+               if mesh[a].must_share(t, w.is_output(t))):
+            continue  # must_reuse: the instances along the axis share t, so the split may not index it
+        yield tuple(SpatialSplit(d, part, mesh[a].name) for (d, part, _), a in zip(split, axes)), math.prod(used)
 
-    Most parallel first (largest product of factors), so the compute-time bound bites early.
+
+def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, dict]]:
+    """Every (tiles, parts, splits): the tile chains, the part extents and the splits on mesh axes, per meshed level.
+
+    ``parts[s][d]`` and ``splits[s]`` per meshed level ``s``. Most parallel
+    first (largest product of factors), so the compute-time bound bites early.
     """
     depth = arch.depth - 1
-    s = meshed_level(arch)
-    mesh = arch.levels[s].mesh
-    max_factor = max(a.size for a in mesh)
+    levels = meshed_levels(arch)
+    meshed = [(s, _largest_axis(arch, s)) for s in levels]
     pinned = bf.pinned_dims(w)
     # The solver's spatial family keeps a filter window's two dimensions temporal (a named restriction).
     windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
                 for d in ix.dims if w.extent[d] > 1}
-    per_dim = [dim_options(e, depth, s, 1 if d in windowed else max_factor, d in pinned) for d, e in w.extents]
+    per_dim = [dim_options(e, depth, [(s, 1 if d in windowed else f) for s, f in meshed], d in pinned)
+               for d, e in w.extents]
     combos = []
     for combo in itertools.product(*per_dim):
-        split = [(d, part, f) for d, (_, part, f) in zip(w.dims, combo) if f > 1]
-        for axes in itertools.product(range(len(mesh)), repeat=len(split)):
-            used = [1] * len(mesh)
-            for (_, _, f), a in zip(split, axes):
-                used[a] *= f
-            if any(u > ax.size for u, ax in zip(used, mesh)):
-                continue
-            if any(d in w.tensor(t).dims for (d, _, _), a in zip(split, axes) for t in w.tensor_names
-                   if mesh[a].must_share(t, w.is_output(t))):
-                continue  # must_reuse: the instances along the axis share t, so the split may not index it
-            tiles = {d: chain for d, (chain, _, _) in zip(w.dims, combo)}
-            parts = {d: part for d, (_, part, _) in zip(w.dims, combo)}
-            splits = tuple(SpatialSplit(d, part, mesh[a].name) for (d, part, _), a in zip(split, axes))
-            combos.append((-math.prod(used), len(combos), tiles, parts, splits))
+        tiles = {d: chain for d, (chain, _, _) in zip(w.dims, combo)}
+        parts = {s: {d: ps[n] for d, (_, ps, _) in zip(w.dims, combo)} for n, s in enumerate(levels)}
+        per_level = []
+        for n, s in enumerate(levels):
+            split = [(d, ps[n], fs[n]) for d, (_, ps, fs) in zip(w.dims, combo) if fs[n] > 1]
+            per_level.append(list(_axis_assignments(w, arch, s, split)))
+        for assignment in itertools.product(*per_level):
+            splits = {s: sp for s, (sp, _) in zip(levels, assignment)}
+            combos.append((-math.prod(u for _, u in assignment), len(combos), tiles, parts, splits))
     combos.sort(key=lambda c: (c[0], c[1]))
     for _, _, tiles, parts, splits in combos:
         yield tiles, parts, splits
 
 
 def make_schedule(w: Workload, arch: Architecture, homes: Mapping[str, str], tiles, splits, orders, keeps) -> Schedule:
-    s = meshed_level(arch)
+    """``splits[s]``: the spatial splits of meshed level ``s``."""
     levels = [LevelMapping(arch.levels[0].name, tuple(w.extents))]
     for i in range(1, arch.depth):
         levels.append(LevelMapping(arch.levels[i].name, tuple((d, tiles[d][i - 1]) for d in w.dims), tuple(orders[i - 1]),
-                                   frozenset(t for t in w.tensor_names if i in keeps[t]),
-                                   tuple(splits) if i == s else ()))
+                                   frozenset(t for t in w.tensor_names if i in keeps[t]), tuple(splits.get(i, ()))))
     home_pairs = tuple((t, homes.get(t, arch.levels[0].name)) for t in w.tensor_names)
     return Schedule(w, arch, tuple(levels), home_pairs)
 
 
-def family(w: Workload, arch: Architecture) -> Iterator[tuple[dict, tuple[SpatialSplit, ...], tuple[tuple[str, ...], ...]]]:
+def family(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, tuple[tuple[str, ...], ...]]]:
     """Every (tiles, splits, orders) of the family, grouped by (tiles, splits)."""
-    s = meshed_level(arch)
     depth = arch.depth - 1
     for tiles, parts, splits in spatial_choices(w, arch):
-        per_level = [_orders(w, tiles, parts, s, i) for i in range(1, depth + 1)]
+        per_level = [_orders(w, tiles, parts, i) for i in range(1, depth + 1)]
         for orders in itertools.product(*per_level):
             yield tiles, splits, orders
 
 
 def family_size(w: Workload, arch: Architecture, homes: Mapping[str, str] = {}) -> tuple[int, int]:
     """(nests, schedules) of the family."""
-    s = meshed_level(arch)
     depth = arch.depth - 1
     nests = 0
     for tiles, parts, _ in spatial_choices(w, arch):
-        nests += math.prod(len(_orders(w, tiles, parts, s, i)) for i in range(1, depth + 1))
+        nests += math.prod(len(_orders(w, tiles, parts, i)) for i in range(1, depth + 1))
     return nests, nests * len(bf.keep_choices(w, arch, homes))
 
 
@@ -208,8 +240,7 @@ class SpatialResult:
 
 def _composable(w: Workload, arch: Architecture, homes: Mapping[str, str]) -> bool:
     """Keeps may be scored per tensor: every link has one copy and every tensor at most one free level."""
-    s = meshed_level(arch)
-    if s != arch.depth - 1:
+    if meshed_levels(arch) != [arch.depth - 1]:
         return False
     inner = arch.depth - 1
     for t in w.tensor_names:
@@ -260,10 +291,9 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
     best = best_sched = best_fig = None
     all_opt: list[Schedule] = []
     n_opt = n_nests = n_sched = n_replays = n_pruned = 0
-    s = meshed_level(arch)
     depth = arch.depth - 1
     for tiles, parts, splits in spatial_choices(w, arch):
-        per_level = [_orders(w, tiles, parts, s, i) for i in range(1, depth + 1)]
+        per_level = [_orders(w, tiles, parts, i) for i in range(1, depth + 1)]
         order_list = list(itertools.product(*per_level))
         compute_time = None
         occ_of = [bf._occupancy(w, arch, home_of, tiles, keeps) for keeps in keep_list]

@@ -5,6 +5,9 @@
 
 - ``matmul-128x96x64``: fills the array (utilization 1, array utilization 1);
 - ``matmul-100x37x61``: cannot fill it (primes; the solver uses unequal parts: 988 clocks);
+- ``matmul-100x37x61-4x8x8``: the same matmul on ``arch-4x8x8.yaml``, four
+  clusters of 8x8 PEs: two meshed levels in one path, m and k split over
+  the clusters, n and k again over each cluster's PEs (1,000 clocks);
 - ``matmul-100x37x61-unequal.schedule.json``: a hand-written schedule with
   unequal parts (m in parts of 7, k in parts of 4, 1,036 clocks, beaten by
   the solver), shipped without a prediction; ``mapsearch replay`` counts it;
@@ -33,14 +36,17 @@ from mapsearch.spec.load import load_architecture, load_workload
 
 HERE = Path(__file__).resolve().parent
 ARCH = HERE / "arch-16x16.yaml"
-SOLVED = ("matmul-128x96x64", "matmul-100x37x61")
+CLUSTERS = HERE / "arch-4x8x8.yaml"
+# (schedule name, workload, architecture)
+SOLVED = (("matmul-128x96x64", "matmul-128x96x64", ARCH), ("matmul-100x37x61", "matmul-100x37x61", ARCH),
+          ("matmul-100x37x61-4x8x8", "matmul-100x37x61", CLUSTERS))
 UNEQUAL = "matmul-100x37x61-unequal"
 GLB16 = "matmul-100x37x61-glb16"
 
 
-def solve_example(name: str):
-    w = load_workload(HERE / f"{name}.yaml")
-    return solve(Problem(w, load_architecture(ARCH)), options=SolveOptions(time_limit=120))
+def solve_example(workload: str, arch: Path = ARCH):
+    w = load_workload(HERE / f"{workload}.yaml")
+    return solve(Problem(w, load_architecture(arch)), options=SolveOptions(time_limit=300))
 
 
 def unequal_schedule() -> Schedule:
@@ -80,8 +86,8 @@ def describe(name: str, f) -> str:
 
 def main(check: bool) -> int:
     bad = 0
-    for name in SOLVED:
-        result = solve_example(name)
+    for name, workload, arch in SOLVED:
+        result = solve_example(workload, arch)
         s = result.schedule
         replayed = replay(s, mode="count").figures
         assert differences(s.predicted, replayed) == [], differences(s.predicted, replayed)

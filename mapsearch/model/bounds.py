@@ -20,12 +20,13 @@ architecture without spatial fanout, when every tensor's home is above
     sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(S_a)) - 2 S_a,
     S_a = sum_{i >= a} capacity_i
 
-Time, on links with one copy (every level above the link has one instance,
-so the link's time is its words' time; a fanout below it only multicasts or
-reduces, and each element still crosses once):
+Time, per link: the link has ``n_a`` copies (the instances of the levels
+above it: 1 above every meshed level), its words are summed over them and
+its time is the largest copy's, at least the average (a fanout below only
+multicasts or reduces, and each element still crosses once, on some copy):
 
-    shared:    time >= F_a * icpw
-    separate:  time * (icpw + ocpw) >= F_a * icpw * ocpw,  time >= D_a * icpw,  time >= U_a * ocpw
+    shared:    time >= F_a * icpw / n_a
+    separate:  time * (icpw + ocpw) * n_a >= F_a * icpw * ocpw,  time >= D_a * icpw / n_a,  time >= U_a * ocpw / n_a
 
 with ``F_a`` the link's floor and ``D_a``/``U_a`` its down/up floors.
 """
@@ -137,9 +138,9 @@ def add_bounds(enc: Encoding) -> None:
     _add_tensor_floors(enc)
     floors = link_floors(p)
     _add_link_word_floors(enc, floors)
-    # A link whose parent levels have one instance each has one copy: its time is its words' time.
+    # A link has one copy per instance of its parent level: the busiest copy carries at least the average.
     levels = p.architecture.levels
-    _add_time_floors(enc, {a: f for a, f in floors.items() if all(lv.instances == 1 for lv in levels[:a])})
+    _add_time_floors(enc, floors, {a: math.prod(lv.instances for lv in levels[:a]) for a in floors})
 
 
 def _add_tensor_floors(enc: Encoding) -> None:
@@ -175,8 +176,8 @@ def _add_link_word_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
     enc.cache["bounds_words"] = total_floor
 
 
-def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
-    """``time >= `` each link's least time given its floors (shared and separate lines, scaled clocks)."""
+def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor], copies: dict[int, int]) -> None:
+    """``time >= `` each link's least time given its floors and copies (shared and separate lines, scaled clocks)."""
     if enc.time is None:
         return
     best = 0
@@ -184,12 +185,13 @@ def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
         link = enc.problem.architecture.levels[a].link
         i = int(link.input_clocks_per_word * enc.scale)
         o = int(link.output_clocks_per_word * enc.scale)
+        n = copies[a]
         if link.lines == "shared":
-            best = max(best, f.total * i)
+            best = max(best, -(-f.total * i // n))
         else:
-            best = max(best, f.down * i, f.up * o)
+            best = max(best, -(-f.down * i // n), -(-f.up * o // n))
             if i + o > 0:
-                best = max(best, -(-f.total * i * o // (i + o)))
+                best = max(best, -(-f.total * i * o // ((i + o) * n)))
     if best > enc.time.lo:
         enc.model.add(enc.time.expr >= best)
     enc.cache["bounds_time"] = best

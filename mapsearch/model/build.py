@@ -11,8 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Mapping
 
+import numpy as np
 from ortools.sat.python import cp_model
 
+from mapsearch.budget import checkpoint
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
@@ -23,7 +25,7 @@ from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.placement import add_placements
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
-from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
+from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
 from mapsearch.model.windows import Window, prune_window_chains, split_windows
@@ -34,9 +36,9 @@ from mapsearch.model.options import SolveOptions
 
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
-                   bounds: tuple[tuple[int, int], ...], pinned: bool, spatial_level: int | None = None,
-                   max_factor: int = 1, window: bool = False) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor, window)
+                   bounds: tuple[tuple[int, int], ...], pinned: bool,
+                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -48,7 +50,9 @@ def dimension_chains(p: Problem, constraints: Constraints,
 
     ``windows``: the split filter windows (model/windows.py; default: those
     this problem splits). Their dimensions' chains carry the extent and the
-    one-per-piece footprints and their coincidence types.
+    one-per-piece footprints and their coincidence types. The active budget
+    (:mod:`mapsearch.budget`) is checked per dimension: building counts
+    against the solve's time limit.
     """
     w, arch = p.workload, p.architecture
     if windows is None:
@@ -81,11 +85,12 @@ def dimension_chains(p: Problem, constraints: Constraints,
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
         # A window's dimensions are not split over mesh axes (model/windows.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                None if windowed else meshed_level(p), 1 if windowed else max_factor(p), windowed)
+                                () if windowed else chain_spatial(p), windowed)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
         out[d] = chains
+        checkpoint(f"enumerating the tile chains of {d}")
     if windows:
         out = prune_window_chains(out, windows, J)
     return out, pinned
@@ -94,10 +99,14 @@ def dimension_chains(p: Problem, constraints: Constraints,
 def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:
     """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
 
-    For such a tensor ``X``: ``f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e) <= capacity - homes``
-    (L0's buffer of ``X`` holds at least ``X``'s L0 tile, wherever it is
-    placed). Along a split window over ``d`` and ``r`` the tile spans
-    ``c_d*(T-1) + c_r*(T_r-1) + 1`` words, at least ``c_d*(T-1) + 1``.
+    Each such tensor ``X`` holds at least its tile with every other dimension
+    at its smallest extent (L0's buffer of ``X`` holds at least ``X``'s L0
+    tile, wherever it is placed), so ``sum_X f_{X,d}(T) * prod_{e != d}
+    f_{X,e}(smallest T_e) <= capacity - homes`` (a tensor that ``d`` does not
+    index counts its smallest tile): every tensor at once, not one at a
+    time. Along a split window over ``d`` and ``r`` the tile spans
+    ``c_d*(T-1) + c_r*(T_r-1) + 1`` words, at least ``c_d*(T-1) + 1``; a
+    window ``d`` is not in spans at least one word.
     """
     w, arch = p.workload, p.architecture
     J = p.depth
@@ -107,9 +116,10 @@ def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Wi
     # Tensors homed whole at L0 take their words; a fused intermediate homed there holds only its tile.
     whole_at_l0 = [t for t in w.tensor_names if p.home(t) == J and t not in p.fused]
     room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
-    best = w.extent[d]
+    extent = np.arange(1, w.extent[d] + 1, dtype=np.int64)
+    need = np.zeros_like(extent)
     for t in w.tensors:
-        if d not in t.dims or t.name in whole_at_l0:
+        if t.name in whole_at_l0:
             continue
         win = {e: win for win in windows if win.tensor == t.name for e in win.dims}
         others = 1
@@ -117,10 +127,13 @@ def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Wi
             if e != d and e not in win:
                 alpha, beta = footprint(t, e, w)
                 others *= alpha * (w.extent[e] if e in pinned else 1) + beta
-        alpha, beta = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
-        if alpha > 0:
-            best = min(best, max(1, (room // max(1, others) - beta) // alpha))
-    return best
+        if d in t.dims:
+            alpha, beta = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
+            need += (alpha * extent + beta) * others
+        else:
+            need += others
+    fits = np.flatnonzero(need <= room)
+    return int(extent[fits[-1]]) if fits.size else 1
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
@@ -134,7 +147,8 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     ``extra_footprints[d]``: more footprints for ``d``'s chains (same use).
     ``default_positions``: why every buffer keeps its default position (the
     caller measures transfers the placement search does not count); the
-    result names it as a family restriction.
+    result names it as a family restriction. The active
+    budget is checked between the model's parts.
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
@@ -171,7 +185,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
     chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows)
     arch = p.architecture
-    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p), windows=windows)
+    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p), windows=windows)
     if held_whole:
         enc.cache["windows_off"] = held_whole
     _check_homes_fit(enc)
@@ -194,7 +208,9 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     elif options is not None and not options.placement:
         enc.cache["placement_off"] = "turned off"
     add_placements(enc)
+    checkpoint("orders, residency and buffer positions")
     add_link_words(enc)
+    checkpoint("the words of every link")
     add_compute(enc)
     for level, dims in constraints.orders:
         j = resolve_level(level, arch, "constraints", "orders")

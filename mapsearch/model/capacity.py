@@ -84,15 +84,13 @@ def add_compute(enc: Encoding) -> None:
     With a spatial split, ``calls`` sums over instances and the busiest
     instance (the representative) sets the compute time.
     """
+    from mapsearch.model.spatial import all_views, split_dims
     from mapsearch.model.tiles import calls_along
 
-    from mapsearch.model.spatial import split_dims
-
     p = enc.problem
-    split = set(split_dims(enc))
-    enc.calls = enc.product([calls_along(enc, d, "sum" if d in split else None) for d in p.workload.dims], "calls")
+    enc.calls = enc.product([calls_along(enc, d, all_views(enc, d, "sum")) for d in p.workload.dims], "calls")
     # All active instances do the same work in lockstep: the representative is the busiest.
-    enc.busiest_calls = enc.product([calls_along(enc, d, "rep" if d in split else None) for d in p.workload.dims],
-                                    "busiest_calls") if split else enc.calls
+    enc.busiest_calls = enc.product([calls_along(enc, d, all_views(enc, d, "rep")) for d in p.workload.dims],
+                                    "busiest_calls") if split_dims(enc) else enc.calls
     t = int(p.architecture.compute.clocks_per_call * enc.scale)
     enc.compute_time = enc.scaled(enc.busiest_calls, t)

@@ -34,6 +34,7 @@ import numpy as np
 
 from mapsearch.budget import checkpoint
 from mapsearch.model.chains_pieces import level_pieces
+from mapsearch.model.dominance import dominate_by_stillness
 from mapsearch.model.footprints import Footprint, footprint_values, is_positional
 from mapsearch.model.spatial_chains import spatial_quantities
 
@@ -63,13 +64,14 @@ class DimChains:
     raw_count: int  # chains enumerated before pruning
     reduced: bool  # True when some level drew from a reduced candidate family
     family: str = "full"  # which candidate family each level drew from
-    # With a spatial level s: the part extent and factor per chain, and the
-    # same quantities seen per instance: "sum" over all instances, "rep" for
-    # the representative instance (part index 0). See model/spatial_chains.py.
+    # With meshed levels: the part extent and factor per chain and meshed level
+    # (one column each, outermost first), and the same quantities seen per
+    # instance view, keyed by a tuple of "rep" (part index 0) or "sum" (over
+    # all instances) per meshed level. See model/spatial_chains.py.
     parts: np.ndarray | None = None
     factors: np.ndarray | None = None
     flavoured: dict | None = None
-    parts_family: str | None = None  # which part extents were cut (model/spatial_chains.py)
+    parts_family: tuple[str, ...] | None = None  # which part extents were cut, per meshed level
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -174,17 +176,17 @@ def enumerate_chains(
     block: int = 1,
     bounds: list[tuple[int, int]] | None = None,
     pinned: bool = False,
-    spatial_level: int | None = None,
-    max_factor: int = 1,
+    spatial: tuple[tuple[int, int], ...] = (),
     window: bool = False,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
     ``bounds[j-1] = (lo, hi)`` limits ``T_j`` (user constraints); ``pinned``
     keeps the whole extent at every level (a filter dimension of a
-    convolution axis, see :mod:`mapsearch.model.problem`). With
-    ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
-    the level-``(s-1)`` tile into equal parts across instances
+    convolution axis, see :mod:`mapsearch.model.problem`). With ``spatial``
+    (``(level s, largest mesh axis)`` per meshed level, outermost first),
+    each chain may also split its level-``(s-1)`` tile into parts across the
+    instances of every meshed level
     (:func:`mapsearch.model.spatial_chains.spatial_quantities`). ``window``:
     the dimension is one of a split filter window (model/windows.py), whose
     coincidences read the chains' advance and context types; pruning then
@@ -210,10 +212,11 @@ def enumerate_chains(
     checkpoint(doing)
     q = _quantities(extent, tiles, footprints, block)
     checkpoint(doing)
-    if spatial_level is not None and max_factor > 1 and not pinned:
+    spatial = tuple((s, f) for s, f in spatial if f > 1)
+    if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
+        q = spatial_quantities(q, spatial, footprints, block)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     if window:
         from mapsearch.model.window_types import window_signature
@@ -314,6 +317,11 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     non-decreasing in tile extents (capacity) and in calls, and reads nothing
     else from a chain but its counts and sums.
     """
+    return _select(q, _survivors(q), raw, reduced, family)
+
+
+def _survivors(q: dict) -> np.ndarray:
+    """The rows of ``q`` that :func:`_prune` keeps."""
     tiles = q["tiles"]
     rows, depth = tiles.shape
     columns = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])]
@@ -323,8 +331,8 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     if q.get("window") is not None:
         columns.append(q["window"])
     if q.get("flavoured"):
-        columns.append(q["factors"][:, None])
-        for view in (q["flavoured"]["rep"], q["flavoured"]["sum"]):
+        columns.append(q["factors"])
+        for view in q["flavoured"].values():
             columns += [view["counts"], view["calls"][:, None]] + [view["sums"][f] for f in sorted(view["sums"])]
             columns += [np.stack([view["small"][f][k] for k in sorted(view["small"][f])], axis=1)
                         for f in sorted(view["small"]) if view["small"][f]]
@@ -352,10 +360,14 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    idx = order[keep] if q.get("window") is not None else _dominate_by_stillness(q, order[keep])
+    return order[keep] if q.get("window") is not None else dominate_by_stillness(q, order[keep])
+
+
+def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> DimChains:
+    tiles = q["tiles"]
     return DimChains(
         extent=q["extent"],
-        depth=depth,
+        depth=tiles.shape[1],
         tiles=tiles[idx],
         counts=q["counts"][idx],
         sums={f: v[idx] for f, v in q["sums"].items()},
@@ -373,44 +385,6 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
             for name, v in q["flavoured"].items()},
         parts_family=q.get("parts_family"),
     )
-
-
-def _dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
-    """Among chains with equal counts, sums and calls, drop those another beats on stillness and extents.
-
-    The "still" sums ``W`` only ever enter the words subtracted, as factors of
-    non-negative products (``traffic``), so with everything else equal a
-    chain with componentwise larger ``W`` and no larger extents is at least
-    as good in every objective and constraint.
-    """
-    if not any(q["small"][f] for f in q["small"]):
-        return idx
-    views = [q] + ([q["flavoured"]["rep"], q["flavoured"]["sum"]] if q.get("flavoured") else [])
-    exact_cols = [q["factors"][idx][:, None]] if q.get("flavoured") else []
-    still_cols = []
-    for v in views:
-        exact_cols += [v["counts"][idx]] + [v["sums"][f][idx] for f in sorted(v["sums"])] + [v["calls"][idx][:, None]]
-        still_cols += [np.stack([v["small"][f][k][idx] for k in sorted(v["small"][f])], axis=1)
-                       for f in sorted(v["small"]) if v["small"][f]]
-    exact = np.concatenate(exact_cols, axis=1)
-    still = np.concatenate(still_cols, axis=1)
-    tiles = q["tiles"][idx]
-    _, group = np.unique(exact, axis=0, return_inverse=True)
-    group = group.ravel()
-    order = np.argsort(group, kind="stable")
-    bounds = np.flatnonzero(np.diff(group[order])) + 1
-    survivors = []
-    for members in np.split(order, bounds):
-        if members.size == 1:
-            survivors.append(members)
-            continue
-        w, t = still[members], tiles[members]
-        # beats[a, b]: a is at least as still and no larger than b, and differs from it
-        ge = np.all(w[:, None, :] >= w[None, :, :], axis=2) & np.all(t[:, None, :] <= t[None, :, :], axis=2)
-        strict = np.any(w[:, None, :] != w[None, :, :], axis=2) | np.any(t[:, None, :] != t[None, :, :], axis=2)
-        beaten = np.any(ge & strict, axis=0)
-        survivors.append(members[~beaten])
-    return idx[np.sort(np.concatenate(survivors))]
 
 
 def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -32,7 +33,7 @@ def decode(enc: Encoding, solver: cp_model.CpSolver) -> Schedule:
     for j in range(1, J + 1):
         tile = tuple((d, value(solver, enc.tile[(d, j)])) for d in dims)
         keep = frozenset(t for t in w.tensor_names if value(solver, enc.kept[(t, j)]))
-        spatial = spatial_splits(enc, solver) if j == enc.spatial_level else ()
+        spatial = spatial_splits(enc, solver, enc.spatial_levels.index(j)) if j in enc.spatial_levels else ()
         placed = tuple((t, pos) for (t, i), pos in sorted(positions.items()) if i == j and pos != j * len(dims))
         levels.append(LevelMapping(arch.levels[j].name, tile, orders[j], keep, spatial, placed))
     homes = tuple((t, arch.levels[p.home(t)].name) for t in w.tensor_names)
@@ -64,15 +65,15 @@ def dram_plan(enc: Encoding, solver: cp_model.CpSolver) -> DramPlan | None:
     return DramPlan(tuple(layouts), "layout", tuple((t, value(solver, q)) for t, q in rows.openings.items()))
 
 
-def spatial_splits(enc: Encoding, solver: cp_model.CpSolver) -> tuple[SpatialSplit, ...]:
-    """The split dimensions with their part extent and mesh axis, in dimension order."""
-    mesh = enc.problem.architecture.levels[enc.spatial_level].mesh
+def spatial_splits(enc: Encoding, solver: cp_model.CpSolver, lv: int) -> tuple[SpatialSplit, ...]:
+    """The dimensions split at meshed level number ``lv``, with their part extent and mesh axis, in dimension order."""
+    mesh = enc.problem.architecture.levels[enc.spatial_levels[lv]].mesh
     out = []
-    for d, factor in enc.factor.items():
-        if value(solver, factor) > 1:
+    for (d, at), factor in enc.factor.items():
+        if at == lv and value(solver, factor) > 1:
             row = value(solver, enc.choice[d]) if not isinstance(enc.choice[d], int) else 0
-            axis = next(a for a in range(len(mesh)) if _holds(solver, enc.on_axis[(d, a)]))
-            out.append(SpatialSplit(d, int(enc.chains[d].parts[row]), mesh[axis].name))
+            axis = next(a for a in range(len(mesh)) if _holds(solver, enc.on_axis[(d, lv, a)]))
+            out.append(SpatialSplit(d, int(enc.chains[d].parts[row, lv]), mesh[axis].name))
     return tuple(out)
 
 
@@ -101,6 +102,6 @@ def predicted_figures(enc: Encoding, solver: cp_model.CpSolver) -> Figures:
         macs=w.macs,
         block_macs=arch.compute.block_macs,
         occupancy=tuple((lv.name, value(solver, enc.occupancy[i])) for i, lv in enumerate(arch.levels)),
-        compute_instances=arch.levels[enc.spatial_level].instances if enc.spatial_level is not None else 1,
+        compute_instances=math.prod(lv.instances for lv in arch.levels),
         busiest_calls=value(solver, enc.busiest_calls),
     )

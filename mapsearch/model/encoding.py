@@ -63,9 +63,9 @@ class Encoding:
     words_total: Q | None = None
     counter: int = 0
     cache: dict = field(default_factory=dict)
-    spatial_level: int | None = None  # the one meshed level, if any
-    factor: dict[str, Q] = field(default_factory=dict)  # split dim -> instances along its axis
-    on_axis: dict[tuple[str, int], Literal] = field(default_factory=dict)  # (dim, axis index) -> mapped there
+    spatial_levels: tuple[int, ...] = ()  # the meshed levels (more than one instance), outermost first
+    factor: dict[tuple[str, int], Q] = field(default_factory=dict)  # (split dim, meshed level number) -> its parts
+    on_axis: dict[tuple[str, int, int], Literal] = field(default_factory=dict)  # (dim, meshed level number, axis) -> mapped there
     link_tensor_down_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)  # per link copy (time)
     link_tensor_up_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)
     busiest_calls: Q | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
+from mapsearch.model.spatial_chains import ALL_PARTS
 from mapsearch.model.windows import spatial_restriction
 
 
@@ -28,7 +29,9 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     reduced = [(d, c.family) for d, c in enc.chains.items() if c.reduced]
     if reduced:
         out.append("reduced tile candidates: " + "; ".join(f"{d} {family}" for d, family in reduced))
-    cut = [(d, c.parts_family) for d, c in enc.chains.items() if c.parts_family not in (None, "all parts")]
+    names = [p.architecture.levels[s].name for s in enc.spatial_levels]
+    cut = [(d, family if len(names) == 1 else f"{family} at {name}")
+           for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family != ALL_PARTS]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
     spatial_windows = spatial_restriction(enc)

@@ -46,7 +46,7 @@ def placement_disabled_reason(enc: Encoding) -> str | None:
     p = enc.problem
     if enc.cache.get("placement_off"):
         return enc.cache["placement_off"]
-    if enc.spatial_level is not None:
+    if enc.spatial_levels:
         return "spatial fanout"
     if p.fusion_level is not None:
         return "fused chain stage"

@@ -58,9 +58,6 @@ class Problem:
 def check_supported(p: Problem) -> None:
     if len(p.architecture.levels) < 2:
         raise UnsupportedProblem("the architecture needs at least two levels (a top and L0)")
-    meshed = [lv.name for lv in p.architecture.levels if lv.instances != 1 or lv.mesh]
-    if len(meshed) > 1:
-        raise UnsupportedProblem(f"levels {', '.join(meshed)} all have spatial instances; the solver maps one meshed level")
     if p.architecture.levels[0].instances != 1 or p.architecture.levels[0].mesh:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     for t in p.workload.tensors:

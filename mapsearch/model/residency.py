@@ -38,26 +38,23 @@ def add_residency(enc: Encoding, forced: dict[tuple[str, int], bool]) -> None:
 def add_link_words(enc: Encoding) -> None:
     """``link_tensor_down/up[(X, a)]`` for every tensor and link into level ``a``.
 
-    Below a meshed level ``s`` a link has one copy per instance: the words
-    are summed over the copies and the busiest copy's words (``*_busiest``)
-    set the time. Partial sums of an output come back per instance, less the
-    first visit of each region the instance owns: summed over instances that
-    is ``|X| * prod(factor_d)`` over split reduction dimensions (each such
-    instance visits every region of its share). On links down to ``s`` the
-    views of model/spatial.py give multicast and in-network reduction.
+    Below a meshed level a link has one copy per instance of its parent:
+    the words are summed over the copies and the busiest copy's words
+    (``*_busiest``, the lowest copy's) set the time. Partial sums of an
+    output come back per instance, less the first visit of each region the
+    instance owns (:func:`first_visits`). The views of model/spatial.py give
+    per link the copies, multicast and in-network reduction.
     """
     from mapsearch.model.spatial import views
 
     p = enc.problem
     w = p.workload
     J = p.depth
-    s = enc.spatial_level
     for t in w.tensor_names:
         home = p.home(t)
         is_out = w.is_output(t)
-        relevant = w.tensor(t).dims
         for a in range(1, J + 1):
-            per_copy = s is not None and a > s
+            per_copy = any(s < a for s in enc.spatial_levels)
             down: list[Q] = []
             up: list[Q] = []
             down_time: list[Q] = []
@@ -69,7 +66,8 @@ def add_link_words(enc: Encoding) -> None:
                         continue
                     words = _words(enc, t, i, views(enc, t, i, a, "words"))
                     moved = enc.select(through, words, Q.const(0), f"cross_{t}_{a}_{i}")
-                    busiest = region_words(enc, t, i, views(enc, t, i, a, "time")) if per_copy else words
+                    busy = views(enc, t, i, a, "time") if per_copy else None
+                    busiest = region_words(enc, t, i, busy) if per_copy else words
                     moved_time = enc.select(through, busiest, Q.const(0), f"cross_time_{t}_{a}_{i}") if per_copy else moved
                     if not is_out:
                         down.append(moved)
@@ -80,13 +78,8 @@ def add_link_words(enc: Encoding) -> None:
                     # Every instance that is not grouped with others (for in-network
                     # reduction) creates each region of its share as zeros once.
                     seen = views(enc, t, i, a, "back")
-                    stored = _words(enc, t, i, seen)
-                    back = _minus(stored, first_visits(enc, t, i, seen))
-                    if per_copy:
-                        owned = enc.product([_owned(enc, t, d) for d in w.dims if d in relevant], f"owned_{t}")
-                        back_time = _minus(busiest, owned)
-                    else:
-                        back_time = back
+                    back = _minus(_words(enc, t, i, seen), first_visits(enc, t, i, seen))
+                    back_time = _minus(busiest, first_visits(enc, t, i, busy)) if per_copy else back
                     down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
                     down_time.append(enc.select(through, back_time, Q.const(0), f"back_time_{t}_{a}_{i}"))
             enc.link_tensor_down[(t, a)] = enc.total(down)
@@ -116,28 +109,35 @@ def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset
                  footprints: dict | None = None) -> Q:
     """What the first visits of output ``t``'s level-``i`` regions measure (they create zeros, load nothing).
 
-    Each instance not grouped with others for in-network reduction creates
-    each region of its share once. In words that is ``|X| * prod(alone_d)``;
-    under ``unit_dims`` (see :func:`region_words`) every region counts
-    ``prod_{d not in unit_dims} f_d(x_d)``, summed over the level-``i`` pieces:
-    ``prod_d piece_sum(d, f_d, i) * prod(alone_d)``.
+    Each instance of the view creates each region of its share once
+    (docs/spatial.md, "Several meshed levels"). Its share is the product of
+    its pieces along the dimensions of ``t``, and it has one only when it is
+    active along every other dimension; summed over the view's instances
+    that factors per dimension: ``prod_{d in R} piece_sum(d, f_d, i) *
+    prod_{e not in R} (active instances along e)`` (``N[0]`` of the view).
+    In words with every split of ``R`` summed that is ``|t|`` times the
+    active instances; under ``unit_dims`` (see :func:`region_words`) every
+    region counts ``prod_{d not in unit_dims} f_d(x_d)``.
     """
     from mapsearch.model.problem import footprint
-    from mapsearch.model.spatial import split_dims
-    from mapsearch.model.tiles import piece_sum
+    from mapsearch.model.spatial import SUM, resolve_view
+    from mapsearch.model.tiles import piece_count, piece_sum
     from mapsearch.model.traffic import UNIT
 
     w = enc.problem.workload
     relevant = w.tensor(t).dims
-    alone = [enc.select(_is_rep(seen.get(d)), Q.const(1), enc.factor[d], f"alone_{t}_{d}")
-             for d in split_dims(enc) if d not in relevant]
-    if not unit_dims and not footprints:
+    seen = seen or {}
+    alone = [resolve_view(enc, v, lambda view, d=d: piece_count(enc, d, 0, view), f"alone_{t}_{d}")
+             for d, v in seen.items() if d not in relevant]
+    summed = all(seen.get(d) is None or all(e == SUM or s > i for e, s in zip(seen[d], enc.spatial_levels))
+                 for d in w.dims if d in relevant)
+    if not unit_dims and not footprints and summed:
         regions = Q.const(w.tensor_words(t))
     else:
-        view = lambda d: seen.get(d) if isinstance(seen.get(d), str) else None  # noqa: E731 (relevant: "sum")
         fp = {d: UNIT if d in unit_dims else footprint(w.tensor(t), d, w) for d in relevant}
         fp.update({d: f for d, f in (footprints or {}).items() if d in fp})
-        regions = enc.product([piece_sum(enc, d, fp[d], i, view(d)) for d in w.dims if d in relevant],
+        regions = enc.product([resolve_view(enc, seen.get(d), lambda view, d=d: piece_sum(enc, d, fp[d], i, view),
+                                            f"first_{t}_{d}") for d in w.dims if d in relevant],
                               f"first_regions_{t}_L{i}")
     return enc.product([regions] + alone, f"first_visits_{t}_L{i}")
 
@@ -172,31 +172,11 @@ def link_measure(enc: Encoding, t: str, a: int, unit_dims: frozenset[str],
     return enc.total(down), enc.total(up)
 
 
-def _is_rep(view):
-    """The literal 'seen by the representative' of a view (None, "rep", "sum" or a literal)."""
-    if view is None or (isinstance(view, str) and view == "rep"):
-        return True
-    if isinstance(view, str):
-        return False
-    return view
-
-
 def _minus(q: Q, r: Q) -> Q:
     """``q - r`` where ``r <= q`` is known to hold."""
     if q.is_const and r.is_const:
         return Q.const(int(q.expr) - int(r.expr))
     return Q(q.expr - r.expr, max(0, q.lo - r.hi), max(0, q.hi - r.lo))
-
-
-def _owned(enc: Encoding, tensor: str, d: str) -> Q:
-    """The representative instance's extent of ``tensor`` along ``d`` (its whole share)."""
-    from mapsearch.model.problem import footprint
-    from mapsearch.model.spatial import split_dims
-    from mapsearch.model.tiles import piece_sum
-
-    w = enc.problem.workload
-    view = "rep" if d in split_dims(enc) else None
-    return piece_sum(enc, d, footprint(w.tensor(tensor), d, w), enc.problem.depth, view)
 
 
 def add_link_times(enc: Encoding) -> None:

@@ -1,26 +1,38 @@
-"""Spatial fanout: which dimensions split across a meshed level's instances, on which axis.
+"""Spatial fanout: which dimensions split across each meshed level's instances, on which axis.
 
-One meshed level ``s`` is supported. Each dimension's chain carries a part
-extent and a factor (``model/spatial_chains.py``); here a split
-dimension is mapped to one mesh axis and
+Every level with more than one instance is a *meshed level* ``s``; there
+may be several in a path (docs/spatial.md, "Several meshed levels"). Each
+dimension's chain carries one part extent and factor per meshed level
+(``model/spatial_chains.py``); here a dimension split at level ``s`` is
+mapped to one of that level's mesh axes and
 
-    prod_{d on axis a} factor_d <= size_a                 for every axis a
+    prod_{d on axis a of s} factor_{d,s} <= size_a          for every meshed level s and axis a
 
 (the product per axis by ``add_multiplication_equality`` over
-``select(on[d, a], factor_d, 1)``). An unsplit dimension sits on axis 0, so
-equivalent mappings are not searched twice.
+``select(on[d, s, a], factor_{d,s}, 1)``). An unsplit dimension sits on
+axis 0, so equivalent mappings are not searched twice.
 
-How a split dimension's pieces count toward a tensor's words (docs/spatial.md),
-as the *view* of :func:`mapsearch.model.traffic.region_words`:
+How a split dimension's pieces count toward a tensor's words is its *view*
+(docs/spatial.md): per meshed level ``s``, ``"rep"`` (the lowest part
+index, whose part is the largest) or ``"sum"`` (summed over the part
+indices), as the argument of :func:`mapsearch.model.traffic.region_words`.
+For the buffer of tensor ``X`` at level ``i`` and the link into level ``a``:
 
-- below the meshed level, per instance copy of a link: summed over instances
-  for the words, the representative instance for the time;
-- on links down to the meshed level: an input is seen by the representative
-  when the dimension does not index it and its axis may reuse it
-  (multicast), else summed; an output's stores likewise for reduction
-  dimensions (in-network reduction); its partial sums come back to the
-  lowest instance of such a group only, on every link (the others start
-  from zeros; stores add up above), and to every instance otherwise.
+- a split below ``i`` (``s > i``) is not an instance of that buffer: ``rep``
+  (it changes none of the quantities up to level ``i``);
+- a split above the link (``s < a``) tells the link's copies apart: summed
+  for the words, the lowest copy (the busiest) for the time;
+- a split at or below the link (``a <= s <= i``) is inside one copy: its
+  instances share a crossing (``rep``) when the dimension does not index
+  ``X`` and its axis may reuse ``X`` (multicast, in-network reduction),
+  else each crosses (``sum``);
+- partial sums of an output come back to the lowest instance of a
+  reduction group only, on every link (the others start from zeros): a
+  shareable split is ``rep`` wherever it is, the others ``sum``.
+
+Whether a split is shareable depends on the axis it is mapped to, so a view
+entry may be a literal (``rep`` when true); :func:`resolve_view` turns such
+a view into selects between the tables.
 """
 
 from __future__ import annotations
@@ -28,81 +40,93 @@ from __future__ import annotations
 from mapsearch.model.encoding import Encoding, Literal, Q, negate
 from mapsearch.model.problem import Problem
 
-
-def meshed_level(p: Problem) -> int | None:
-    """Index of the one level with a mesh, or None."""
-    levels = [i for i, lv in enumerate(p.architecture.levels) if lv.mesh or lv.instances > 1]
-    return levels[0] if levels else None
+REP, SUM = "rep", "sum"
 
 
-def max_factor(p: Problem) -> int:
-    s = meshed_level(p)
-    if s is None:
-        return 1
-    lv = p.architecture.levels[s]
-    return max((a.size for a in lv.mesh), default=lv.instances)
+def meshed_levels(p: Problem) -> tuple[int, ...]:
+    """Indices of the levels with more than one instance, outermost first."""
+    return tuple(i for i, lv in enumerate(p.architecture.levels) if lv.instances > 1)
 
 
-def split_dims(enc: Encoding) -> list[str]:
-    return [d for d, ch in enc.chains.items() if ch.factors is not None and int(ch.factors.max()) > 1]
+def chain_spatial(p: Problem) -> tuple[tuple[int, int], ...]:
+    """``(meshed level, largest mesh axis)`` per meshed level: what the chains split (model/spatial_chains.py)."""
+    levels = p.architecture.levels
+    return tuple((s, max((a.size for a in levels[s].mesh), default=levels[s].instances)) for s in meshed_levels(p))
 
 
-def axes(enc: Encoding) -> list:
-    lv = enc.problem.architecture.levels[enc.spatial_level]
-    return list(lv.mesh) if lv.mesh else []
+def split_dims(enc: Encoding, lv: int | None = None) -> list[str]:
+    """Dimensions some chain splits at meshed level number ``lv`` (at any meshed level when None)."""
+    key = ("split_dims", lv)
+    if key in enc.cache:
+        return enc.cache[key]
+    out = []
+    for d, ch in enc.chains.items():
+        if ch.factors is None:
+            continue
+        cols = ch.factors if lv is None else ch.factors[:, lv:lv + 1]
+        if int(cols.max()) > 1:
+            out.append(d)
+    enc.cache[key] = out
+    return out
+
+
+def axes(enc: Encoding, lv: int) -> list:
+    return list(enc.problem.architecture.levels[enc.spatial_levels[lv]].mesh)
 
 
 def add_mesh_factors(enc: Encoding) -> None:
-    """``on[d, a]`` per split dimension and axis; the product of factors per axis fits the axis."""
-    if enc.spatial_level is None:
-        return
-    mesh = axes(enc)
-    for d in split_dims(enc):
-        factor = enc.lookup(d, enc.chains[d].factors, "factor")
-        enc.factor[d] = factor
-        if len(mesh) == 1:
-            enc.on_axis[(d, 0)] = True
-        else:
-            first = enc.model.new_bool_var(f"{d}_on_{mesh[0].name}")
-            unsplit = enc.lookup(d, (enc.chains[d].factors == 1).astype(int), "unsplit")
+    """``on[d, s, a]`` per split dimension, meshed level and axis; the product of factors per axis fits the axis."""
+    for lv, s in enumerate(enc.spatial_levels):
+        mesh = axes(enc, lv)
+        level_name = enc.problem.architecture.levels[s].name
+        for d in split_dims(enc, lv):
+            factors = enc.chains[d].factors[:, lv]
+            enc.factor[(d, lv)] = enc.lookup(d, factors, f"factor_L{s}")
+            if len(mesh) == 1:
+                enc.on_axis[(d, lv, 0)] = True
+                continue
+            first = enc.model.new_bool_var(f"{d}_on_{level_name}_{mesh[0].name}")
+            unsplit = enc.lookup(d, (factors == 1).astype(int), f"unsplit_L{s}")
             if not unsplit.is_const:
-                enc.model.add(first == 1).only_enforce_if(_as_bool(enc, unsplit, f"{d}_unsplit"))
-            enc.on_axis[(d, 0)] = first
-            enc.on_axis[(d, 1)] = ~first
-    add_must_reuse(enc)
-    for a, axis in enumerate(mesh):
-        parts = [enc.select(enc.on_axis[(d, a)], enc.factor[d], Q.const(1), f"factor_{d}_{axis.name}")
-                 for d in split_dims(enc) if (d, a) in enc.on_axis]
-        used = enc.product(parts, f"fanout_{axis.name}")
-        if not used.is_const:
-            guard = enc.model.new_bool_var(f"mesh_{axis.name}")
-            enc.model.add(used.expr <= axis.size).only_enforce_if(guard)
-            enc.guards[f"mesh axis {axis.name} of {enc.problem.architecture.levels[enc.spatial_level].name}"] = guard
-        elif int(used.expr) > axis.size:
-            enc.model.add_bool_or([False])
+                enc.model.add(first == 1).only_enforce_if(_as_bool(enc, unsplit, f"{d}_unsplit_L{s}"))
+            enc.on_axis[(d, lv, 0)] = first
+            enc.on_axis[(d, lv, 1)] = ~first
+        add_must_reuse(enc, lv)
+        for a, axis in enumerate(mesh):
+            parts = [enc.select(enc.on_axis[(d, lv, a)], enc.factor[(d, lv)], Q.const(1), f"factor_{d}_{level_name}_{axis.name}")
+                     for d in split_dims(enc, lv) if (d, lv, a) in enc.on_axis]
+            used = enc.product(parts, f"fanout_{level_name}_{axis.name}")
+            if not used.is_const:
+                guard = enc.model.new_bool_var(f"mesh_{level_name}_{axis.name}")
+                enc.model.add(used.expr <= axis.size).only_enforce_if(guard)
+                enc.guards[f"mesh axis {axis.name} of {level_name}"] = guard
+            elif int(used.expr) > axis.size:
+                enc.model.add_bool_or([False])
 
 
-def add_must_reuse(enc: Encoding) -> None:
+def add_must_reuse(enc: Encoding, lv: int) -> None:
     """An axis's ``must_reuse`` tensors are shared by all its instances: no split on it indexes one.
 
-    For every split dimension ``d`` that indexes a tensor in axis ``a``'s
-    ``must_reuse``:  ``on[d, a] => factor_d == 1``  (``d`` is then not split
-    on ``a``; an unsplit dimension sits on axis 0 and constrains nothing).
-    One guard literal per axis names the family in an infeasibility core.
+    For every dimension ``d`` split at meshed level ``lv`` that indexes a
+    tensor in axis ``a``'s ``must_reuse``:  ``on[d, s, a] => factor_{d,s} == 1``
+    (``d`` is then not split on ``a``; an unsplit dimension sits on axis 0
+    and constrains nothing). One guard literal per axis names the family in
+    an infeasibility core.
     """
     w = enc.problem.workload
-    lv = enc.problem.architecture.levels[enc.spatial_level]
-    for a, axis in enumerate(axes(enc)):
+    level = enc.problem.architecture.levels[enc.spatial_levels[lv]]
+    for a, axis in enumerate(axes(enc, lv)):
         shared = [t for t in w.tensor_names if axis.must_share(t, w.is_output(t))]
-        banned = [d for d in split_dims(enc) if (d, a) in enc.on_axis and any(d in w.tensor(t).dims for t in shared)]
+        banned = [d for d in split_dims(enc, lv)
+                  if (d, lv, a) in enc.on_axis and any(d in w.tensor(t).dims for t in shared)]
         if not banned:
             continue
-        guard = enc.model.new_bool_var(f"must_reuse_{axis.name}")
-        enc.guards[f"must_reuse of mesh axis {axis.name} of {lv.name}"] = guard
+        guard = enc.model.new_bool_var(f"must_reuse_{level.name}_{axis.name}")
+        enc.guards[f"must_reuse of mesh axis {axis.name} of {level.name}"] = guard
         for d in banned:
-            on = enc.on_axis[(d, a)]
+            on = enc.on_axis[(d, lv, a)]
             when = [guard] if on is True else [guard, on]
-            factor = enc.factor[d]
+            factor = enc.factor[(d, lv)]
             if not factor.is_const:
                 enc.model.add(factor.expr == 1).only_enforce_if(when)
             elif int(factor.expr) > 1:  # always split: never on this axis
@@ -116,48 +140,78 @@ def _as_bool(enc: Encoding, q: Q, stem: str):
     return b
 
 
-def reuse_literal(enc: Encoding, d: str, tensor: str) -> Literal:
-    """True when ``d``'s mesh axis may reuse ``tensor`` (multicast / in-network reduction)."""
-    w = enc.problem.workload
-    is_out = w.is_output(tensor)
-    mesh = axes(enc)
-    if not mesh:
-        return True
-    lits = [enc.bool_and([enc.on_axis[(d, a)]], f"{d}_axis{a}") for a, ax in enumerate(mesh)
-            if (d, a) in enc.on_axis and ax.reuses(tensor, is_out)]
-    return enc.bool_or(lits, f"{d}_reuses_{tensor}")
+def reuse_literal(enc: Encoding, d: str, lv: int, tensor: str) -> Literal:
+    """True when the axis ``d`` is mapped to at meshed level ``lv`` may reuse ``tensor``."""
+    key = ("reuses", d, lv, tensor)
+    if key not in enc.cache:
+        w = enc.problem.workload
+        is_out = w.is_output(tensor)
+        mapped = [(a, ax) for a, ax in enumerate(axes(enc, lv)) if (d, lv, a) in enc.on_axis]
+        lits = [enc.on_axis[(d, lv, a)] for a, ax in mapped if ax.reuses(tensor, is_out)]
+        # d sits on exactly one of its axes: when every one of them reuses the tensor, so does d's.
+        enc.cache[key] = True if len(lits) == len(mapped) else enc.bool_or(lits, f"{d}_L{lv}_reuses_{tensor}")
+    return enc.cache[key]
+
+
+def _shared(enc: Encoding, d: str, lv: int, tensor: str):
+    """The view entry of a split inside one link copy: ``rep`` when its instances share ``tensor``'s crossing."""
+    if d in enc.problem.workload.tensor(tensor).dims:
+        return SUM
+    lit = reuse_literal(enc, d, lv, tensor)
+    return REP if lit is True else SUM if lit is False else lit
 
 
 def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str) -> dict:
     """Per split dimension, how its pieces count for ``tensor``'s buffer at ``level`` on the link into ``link``.
 
-    ``purpose``: ``"words"`` (inputs down, outputs up), ``"back"`` (output
-    partial sums down: only the lowest instance of a reduction group reloads,
-    on every link, docs/spatial.md replay decision 5) or ``"time"`` (the
-    busiest copy of a per-instance link).
+    A tuple with one entry per meshed level (see the module docstring).
+    ``purpose``: ``"words"`` (inputs down, outputs up, summed over the
+    link's copies), ``"time"`` (the busiest copy: the lowest; partial sums
+    back to it too) or ``"back"`` (output partial sums down, over all copies).
     """
-    s = enc.spatial_level
-    if s is None or level < s:
+    if not enc.spatial_levels or level < enc.spatial_levels[0]:
         return {}
-    relevant = enc.problem.workload.tensor(tensor).dims
     out: dict = {}
     for d in split_dims(enc):
-        if link > s and purpose != "back":
-            out[d] = "rep" if purpose == "time" else "sum"
-        elif d in relevant:
-            out[d] = "sum"
-        else:
-            lit = reuse_literal(enc, d, tensor)
-            out[d] = "rep" if lit is True else "sum" if lit is False else lit
+        entries = []
+        for lv, s in enumerate(enc.spatial_levels):
+            if s > level or d not in split_dims(enc, lv):
+                entries.append(REP)
+            elif s < link and purpose == "words":
+                entries.append(SUM)
+            elif s < link and purpose == "time":
+                entries.append(REP)
+            else:
+                entries.append(_shared(enc, d, lv, tensor))
+        out[d] = tuple(entries)
     return out
 
 
-def representative(enc: Encoding) -> dict:
-    return {d: "rep" for d in split_dims(enc)}
+def resolve_view(enc: Encoding, view: tuple | None, get, stem: str) -> Q:
+    """``get(view)`` with every literal entry of ``view`` resolved by a select (rep when true)."""
+    if view is None:
+        return get(None)
+    for n, entry in enumerate(view):
+        if not isinstance(entry, str):
+            rep = resolve_view(enc, view[:n] + (REP,) + view[n + 1:], get, stem)
+            summed = resolve_view(enc, view[:n] + (SUM,) + view[n + 1:], get, stem)
+            return enc.select(entry, rep, summed, f"{stem}_view")
+    return get(view)
 
 
-def total(enc: Encoding) -> dict:
-    return {d: "sum" for d in split_dims(enc)}
+def view_key(view) -> object:
+    """A hashable key of a view (a literal by its index)."""
+    if view is None or isinstance(view, (str, bool)):
+        return view
+    if isinstance(view, tuple):
+        return tuple(view_key(v) for v in view)
+    return ("lit", view.index)
 
 
-__all__ = ["meshed_level", "max_factor", "add_mesh_factors", "add_must_reuse", "views", "representative", "total", "negate"]
+def all_views(enc: Encoding, d: str, entry: str) -> tuple | None:
+    """The view with ``entry`` at every meshed level (None for a dimension no chain splits)."""
+    return (entry,) * len(enc.spatial_levels) if d in split_dims(enc) else None
+
+
+__all__ = ["meshed_levels", "chain_spatial", "split_dims", "add_mesh_factors", "add_must_reuse", "views",
+           "resolve_view", "view_key", "all_views", "negate"]

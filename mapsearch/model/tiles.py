@@ -24,15 +24,16 @@ def add_tile_choices(enc: Encoding) -> None:
             enc.count[(d, j)] = enc.lookup(d, ch.counts[:, j], f"pieces_L{j}")
 
 
-def _table(enc: Encoding, d: str, view: str | None) -> dict:
-    """The chain table of ``d`` seen plainly (``None``), by the representative instance or summed over instances."""
+def _table(enc: Encoding, d: str, view: tuple[str, ...] | None) -> dict:
+    """The chain table of ``d`` seen plainly (``None``) or through a view: per meshed level, by the
+    representative instance (``"rep"``) or summed over instances (``"sum"``), model/spatial_chains.py."""
     ch = enc.chains[d]
     if view is None or ch.flavoured is None:
         return {"counts": ch.counts, "sums": ch.sums, "small": ch.small, "calls": ch.calls}
     return ch.flavoured[view]
 
 
-def piece_sum(enc: Encoding, d: str, f: Footprint, j: int, view: str | None = None) -> Q:
+def piece_sum(enc: Encoding, d: str, f: Footprint, j: int, view: tuple[str, ...] | None = None) -> Q:
     """``sum over level-j pieces x of f(x)``."""
     key = ("sum", d, f, j, view)
     if key not in enc.cache:
@@ -40,7 +41,7 @@ def piece_sum(enc: Encoding, d: str, f: Footprint, j: int, view: str | None = No
     return enc.cache[key]
 
 
-def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: str | None = None) -> Q:
+def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: tuple[str, ...] | None = None) -> Q:
     """``sum over level-k pieces x <= T_i of f(x)``; for ``k == i`` every piece counts."""
     if k == i:
         return piece_sum(enc, d, f, i, view)
@@ -50,17 +51,17 @@ def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: str | N
     return enc.cache[key]
 
 
-def piece_count(enc: Encoding, d: str, j: int, view: str | None = None) -> Q:
+def piece_count(enc: Encoding, d: str, j: int, view: tuple[str, ...] | None = None) -> Q:
     """``N_j``: level-``j`` pieces (``view``: per instance, see :func:`_table`)."""
     if view is None or enc.chains[d].flavoured is None:
         return enc.count[(d, j)]
     key = ("count", d, j, view)
     if key not in enc.cache:
-        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["counts"][:, j], f"pieces_L{j}_{view}")
+        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["counts"][:, j], f"pieces_L{j}_{'_'.join(view)}")
     return enc.cache[key]
 
 
-def count_step(enc: Encoding, d: str, j: int, view: str | None = None) -> Q:
+def count_step(enc: Encoding, d: str, j: int, view: tuple[str, ...] | None = None) -> Q:
     """``N_j - N_{j-1}``: how many times the level-``j`` loop over ``d`` advances in the whole run."""
     key = ("step", d, j, view if enc.chains[d].flavoured is not None else None)
     if key not in enc.cache:
@@ -86,7 +87,7 @@ def whole_at(enc: Encoding, d: str, j: int) -> Q:
     return enc.cache[key]
 
 
-def calls_along(enc: Encoding, d: str, view: str | None = None) -> Q:
+def calls_along(enc: Encoding, d: str, view: tuple[str, ...] | None = None) -> Q:
     """``sum over innermost pieces x of ceil(x / b_d)`` (per instance view where split)."""
     key = ("calls", d, view if enc.chains[d].flavoured is not None else None)
     if key not in enc.cache:

@@ -37,16 +37,11 @@ from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
 from mapsearch.model.problem import footprint
+from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, piece_count, piece_sum, small_sum
 
 
-View = object  # None (plain), "rep", "sum", or a literal: rep when true, sum when false
-
-
-def view_key(view: View) -> object:
-    if view is None or isinstance(view, (str, bool)):
-        return view
-    return ("lit", view.index)
+View = object  # None (plain), or a tuple per meshed level of "rep", "sum" or a literal (model/spatial.py)
 
 
 UNIT: Footprint = (0, 1)  # one per piece, whatever its extent
@@ -74,10 +69,11 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     ``unit_dims`` that is the number of slices (rows) each transfer touches
     (model/dram_rows.py). The chains must carry the ``(0, 1)`` footprint.
 
-    ``views[d]`` says how dimension ``d``'s pieces are seen below a spatial
-    split (docs/spatial.md): ``"sum"`` over instances, ``"rep"`` for the
-    representative instance, or a literal choosing between them (multicast
-    depends on the mesh axis a dimension is mapped to). ``None``: plain.
+    ``views[d]`` says how dimension ``d``'s pieces are seen below spatial
+    splits (docs/spatial.md, model/spatial.py): per meshed level, ``"sum"``
+    over instances, ``"rep"`` for the representative instance, or a literal
+    choosing between them (multicast depends on the mesh axis a dimension is
+    mapped to). ``None``: plain.
 
     ``footprints[d]`` replaces dimension ``d``'s footprint outright (any
     footprint its chains carry, e.g. a table footprint): the result is the
@@ -109,10 +105,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     axes: list = [d for d in relevant if d not in in_window] + windows
 
     def seen(d: str, get) -> Q:
-        v = views.get(d)
-        if v is None or isinstance(v, str):
-            return get(v)
-        return enc.select(v, get("rep"), get("sum"), f"{tensor}_L{i}_{d}_view")
+        return resolve_view(enc, views.get(d), get, f"{tensor}_L{i}_{d}")
 
     def count(d: str, j: int) -> Q:
         return seen(d, lambda v: piece_count(enc, d, j, v))

@@ -109,7 +109,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
 
 def spatial_restriction(enc: Encoding) -> str | None:
     """The family restriction a spatial fanout puts on split windows: their dimensions stay temporal."""
-    if enc.spatial_level is None or not enc.windows:
+    if not enc.spatial_levels or not enc.windows:
         return None
     dims = sorted({d for win in enc.windows for d in win.dims})
     return f"spatial splits: the dimensions of split windows ({', '.join(dims)}) are not split over mesh axes"

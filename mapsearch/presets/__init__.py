@@ -13,9 +13,10 @@ sweep file.
   cores' ``mma m16n8k16`` over ``m, n, k`` as the op.
 - ``edge-3level``, ``server-3level``: small and large three-level
   accelerators with a scalar MAC, fast to solve, for sweeps.
-- Tree-format presets (``docs/tree-format.md``) with one compute, e.g.
-  ``eyeriss-like`` and ``tpu-v4i-like``, load as their single flat
-  architecture.
+- Tree-format presets (``docs/tree-format.md``) with one compute load as
+  their single flat architecture: ``eyeriss-like`` (14x12 PEs),
+  ``tpu-v4i-like`` (4 MXUs of 128x128 PEs) and ``simba-like`` (36
+  chiplets of 16 PEs of 8x8 vector MAC lanes).
 
 A block op names dimensions (``n``; ``m, n, k``): a workload whose
 dimensions have other names runs each call on one point of the block, and

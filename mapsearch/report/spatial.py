@@ -3,9 +3,13 @@
 Per meshed level: its mesh axes (size, what each may and must reuse), the
 dimensions split over each axis with their part extent and factor, how each
 parent piece is cut (``32 -> 16 x 2``; ``29 -> 14 x 2 + 1``), how many
-instances get a part and how many idle throughout, and the array
-utilization (``op_calls / (instances * busiest calls)``). Text by
-:func:`spatial_lines`, JSON-ready data by :func:`spatial_dict`; both only
+instances get a part and how many idle throughout, and the level's array
+utilization: the op calls under one instance of the meshed level above (all
+of them at the outermost) over ``instances x`` the calls under the busiest
+instance of this level (the one with every part index 0, docs/spatial.md).
+With one meshed level that is ``op_calls / (instances * busiest calls)``;
+with several, the levels' utilizations multiply to the whole array's. Text
+by :func:`spatial_lines`, JSON-ready data by :func:`spatial_dict`; both only
 build, the CLI prints.
 """
 
@@ -47,6 +51,37 @@ def _cut(pieces: Counter, size: int) -> Counter:
     return out
 
 
+def _busiest_calls(s: Schedule, level: int) -> int:
+    """Op calls under the busiest instance of ``level`` (part index 0 at every split at or above it).
+
+    Per dimension, its pieces are followed from the whole extent: a split at
+    or above ``level`` keeps its first part (``min(x, P)``), a split below it
+    cuts every part, a tile cuts full tiles and a remainder; the calls are
+    ``ceil(x / b)`` summed over the innermost pieces, multiplied over the
+    dimensions. ``level = 0``: every instance, the op calls.
+    """
+    arch = s.architecture
+    calls = 1
+    for d in s.workload.dims:
+        pieces = Counter({s.workload.extent[d]: 1})
+        for i in range(1, len(s.levels)):
+            lm = s.levels[i]
+            for sp in lm.spatial:
+                if sp.dim == d:
+                    pieces = _first_part(pieces, sp.part) if i <= level else _cut(pieces, sp.part)
+            pieces = _cut(pieces, lm.tile_extent(d))
+        b = arch.compute.block_extent(d)
+        calls *= sum(n * -(-x // b) for x, n in pieces.items())
+    return calls
+
+
+def _first_part(pieces: Counter, part: int) -> Counter:
+    out: Counter = Counter()
+    for x, n in pieces.items():
+        out[min(x, part)] += n
+    return out
+
+
 def _cut_text(x: int, n: int, part: int) -> str:
     """``29 (x2) -> 14 x 2 + 1 (15 instances)``: a parent piece, how many of it, and its parts."""
     full, rest = divmod(x, part)
@@ -60,8 +95,9 @@ def _cut_text(x: int, n: int, part: int) -> str:
 def spatial_dict(s: Schedule, figures: Figures | None = None) -> list[dict[str, Any]]:
     """Per meshed level: axes, splits (dim, part, factor, parent pieces and their cuts), instances used and idle."""
     out = []
+    above = _busiest_calls(s, 0)  # the calls under one instance of the meshed level above: all, at first
     for i, lv in enumerate(s.architecture.levels):
-        if not lv.mesh:
+        if lv.instances <= 1:
             continue
         splits = s.levels[i].spatial
         axes = []
@@ -82,9 +118,10 @@ def spatial_dict(s: Schedule, figures: Figures | None = None) -> list[dict[str, 
         used = math.prod(a["used"] for a in axes)
         entry = {"level": lv.name, "instances": lv.instances, "used_instances": used,
                  "idle_instances": lv.instances - used, "axes": axes}
-        if figures is not None:
-            entry["array_utilization"] = float(figures.array_utilization)
-            entry["busiest_calls"] = figures.busiest_calls
+        busiest = _busiest_calls(s, i)
+        entry["busiest_calls"] = busiest
+        entry["array_utilization"] = above / (lv.instances * busiest) if busiest else 0.0
+        above = busiest
         out.append(entry)
     return out
 
@@ -111,9 +148,12 @@ def spatial_lines(s: Schedule, figures: Figures | None = None) -> list[str]:
                 kind = "equal parts" if sp["equal"] else "unequal parts"
                 lines.append(f"      {sp['dim']} in parts of {sp['part']} over {sp['factor']} instances ({kind}; "
                              f"parent pieces {'; '.join(sp['cuts'])})")
-        if "array_utilization" in entry:
-            lines.append(f"    array utilization {entry['array_utilization'] * 100:.2f}% "
-                         f"(op calls / ({entry['instances']:,} instances x {entry['busiest_calls']:,} busiest calls))")
+        whole = "op calls" if entry is data[0] else "calls under one instance above"
+        lines.append(f"    array utilization {entry['array_utilization'] * 100:.2f}% "
+                     f"({whole} / ({entry['instances']:,} instances x {entry['busiest_calls']:,} calls under the busiest))")
+    if len(data) > 1 and figures is not None:
+        lines.append(f"  whole array: utilization {float(figures.array_utilization) * 100:.2f}% (op calls / "
+                     f"({figures.compute_instances:,} instances x {figures.busiest_calls:,} busiest calls))")
     return lines
 
 

@@ -370,7 +370,8 @@ def _floor(enc: Encoding, name: str) -> int | None:
         return None
     import numpy as np
 
-    fewest_calls = math.prod(int(np.min(c.calls if c.flavoured is None else c.flavoured["rep"]["calls"]))
+    busiest = ("rep",) * len(enc.spatial_levels)  # the representative instance's calls (model/spatial_chains.py)
+    fewest_calls = math.prod(int(np.min(c.calls if c.flavoured is None else c.flavoured[busiest]["calls"]))
                              for c in enc.chains.values())
     return max(fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale), time_floor(enc))
 

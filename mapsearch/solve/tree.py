@@ -73,7 +73,7 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     the fewest words; ``words``: the fewest words, then the time; ``energy``:
     the energy); a tie goes to the path listed first. A path the solver
     cannot handle (:class:`~mapsearch.model.problem.UnsupportedProblem`, e.g.
-    a mesh), whose rules contradict the homes, that is infeasible or runs out
+    a mesh at the top level), whose rules contradict the homes, that is infeasible or runs out
     of time is skipped with its reason; :class:`NoUsablePath` when every path
     is. ``constraints`` (optional) are added to every path's ``tensors``
     rules; a path lacking a level they name is skipped.

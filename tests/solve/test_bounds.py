@@ -123,6 +123,42 @@ def test_floors_hold_with_buffer_placement(w, caps) -> None:
     assert n > 0
 
 
+@pytest.mark.parametrize("w,meshes,links", [
+    # multicast over the clusters, reduction within them; the link below the clusters is slow (4 clocks a word)
+    (matmul(3, 2, 2), {1: (("c", 2, ("input",)),), 2: (("x", 2, ("output",)),)}, (Link(Fraction(1, 4)), Link(Fraction(4)))),
+    # no reuse anywhere, three instances at the outer level, separate lines below it
+    (matmul(2, 3, 2), {1: (("c", 3, ("none",)),), 2: (("x", 2, ("all",)),)},
+     (Link(Fraction(1, 2)), Link(Fraction(4), Fraction(8), SEPARATE))),
+])
+def test_floors_hold_on_every_schedule_of_two_meshed_levels(w, meshes, links) -> None:
+    """Two meshed levels: the link below the outer one has a copy per instance, its time the busiest copy's.
+
+    Every schedule of the brute force's family (tiles, parts at both levels, axes, orders, keeps), replayed,
+    is above every floor; the time floor here comes from that link (its words over its copies).
+    """
+    import brute_force_spatial as bfs
+    from mapsearch.spec.architecture import MeshAxis
+
+    levels = (Level("L2", None),) + tuple(
+        Level(name, cap, link, mesh=tuple(MeshAxis(*ax) for ax in meshes[i]))
+        for i, (name, cap, link) in enumerate((("L1", 12, links[0]), ("L0", 4, links[1])), start=1))
+    a = Architecture("two-meshes", levels, Compute((), Fraction(1 , 8)), False)
+    case = Case("two meshes", w, a)
+    p, floors, per_tensor, time_lo, words_lo = _floors(case)
+    top = floors[1].total * a.levels[1].link.input_clocks_per_word
+    assert time_lo > top  # the floor of the link below the clusters: F_2 * clocks / copies
+    n = 0
+    for tiles, splits, orders in bfs.family(w, a):
+        for keeps in bf.keep_choices(w, a, {}):
+            try:
+                figures = replay(bfs.make_schedule(w, a, {}, tiles, splits, orders, keeps), mode="count").figures
+            except CapacityError:
+                continue
+            _check(p, figures, floors, per_tensor, time_lo, words_lo, f"{tiles} {splits} {orders} {keeps}")
+            n += 1
+    assert n > 100
+
+
 def test_strided_convolution_counts_touched_inputs_only() -> None:
     """I[p*3 + r] with p < 3, r < 2 touches 6 of the 8 elements of its span: the floor is 6."""
     w = conv1d(3, 2, 3, 1)

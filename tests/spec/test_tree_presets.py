@@ -38,18 +38,20 @@ def test_tpu_v4i_like_numbers():
     arch = single_architecture(load_tree(PRESETS / "tpu-v4i-like.yaml"))
     assert arch.level_names == ("HBM", "CMEM", "VMEM", "PE")
     hbm, cmem, vmem, pe = arch.levels
-    # A quarter of 128 MiB CMEM and 16 MiB VMEM, in 2-byte words.
-    assert cmem.capacity == 128 * 2**20 // 4 // 2 == 16_777_216
+    # 128 MiB CMEM for the chip and 16 MiB VMEM in quarters, one per MXU, in 2-byte words.
+    assert cmem.capacity == 128 * 2**20 // 2 == 67_108_864
     assert vmem.capacity == 16 * 2**20 // 4 // 2 == 2_097_152
-    # 614 GB/s / 4 at 1.05 GHz, 2 bytes a word: 2.1 * 4 / 614 clocks per word.
-    assert cmem.link == Link(Fraction(21, 1535), Fraction(21, 1535), "shared")
-    assert cmem.link.input_clocks_per_word == Fraction(21, 10) * 4 / 614
-    assert vmem.link == Link(Fraction(21, 5120), Fraction(21, 2560), "separate")
+    # 614 GB/s at 1.05 GHz, 2 bytes a word: 2.1 / 614 clocks per word.
+    assert cmem.link == Link(Fraction(21, 6140), Fraction(21, 6140), "shared")
+    assert cmem.link.input_clocks_per_word == Fraction(21, 10) / 614
+    # The 4 MXUs' VMEMs share the chip's CMEM link (2,048 / 1,024 GB/s) and nothing else.
+    assert vmem.link == Link(Fraction(21, 20480), Fraction(21, 10240), "separate")
+    assert vmem.mesh == (MeshAxis("z", 4, ("none",)),) and vmem.instances == 4
     assert pe.mesh == (MeshAxis("x", 128, ("input",)), MeshAxis("y", 128, ("output",)))
     assert pe.instances == 128 * 128 and pe.capacity == 4
     assert pe.link == Link(Fraction(1, 256), Fraction(1, 128), "separate")
     # Peak: 4 MXUs x 128 x 128 MACs x 2 FLOPs x 1.05 GHz = 137.6 TFLOPS, the paper's 138.
-    assert 4 * pe.instances * 2 * 1.05e9 / arch.compute.clocks_per_call == pytest.approx(137.6e12, rel=1e-3)
+    assert vmem.instances * pe.instances * 2 * 1.05e9 / arch.compute.clocks_per_call == pytest.approx(137.6e12, rel=1e-3)
 
 
 def test_eyeriss_like_numbers():
@@ -63,3 +65,18 @@ def test_eyeriss_like_numbers():
     assert pe.instances == 168
     assert pe.link == Link(Fraction(1, 12), Fraction(1, 4), "separate")
     assert pe.axis("y").reuses("O", True) and not pe.axis("x").reuses("O", True)
+
+
+def test_simba_like_numbers():
+    """Three meshed levels: 36 chiplets (6 x 6), 16 PEs each, 8 x 8 vector MAC lanes per PE."""
+    arch = single_architecture(load_tree(PRESETS / "simba-like.yaml"))
+    assert arch.level_names == ("DRAM", "GB", "PE", "Lane")
+    dram, gb, pe, lane = arch.levels
+    assert gb.capacity == 64 * 1024 and gb.instances == 36
+    assert pe.capacity == 8 * 1024 + 32 * 1024 + 3 * 1024 * 8 // 24 == 41_984 and pe.instances == 16
+    assert lane.capacity == 3 and lane.mesh == (MeshAxis("vec", 8, ("output",)), MeshAxis("lane", 8, ("all",)))
+    assert [lv.instances for lv in arch.levels if lv.instances > 1] == [36, 16, 64]
+    # 16 PEs x 64 MACs x 2 operations at about 2 GHz: the abstract's 4 TOPS per chiplet.
+    assert pe.instances * lane.instances * 2 * 1.95e9 == pytest.approx(4e12, rel=0.01)
+    assert gb.link == Link(Fraction(1, 64), Fraction(1, 64), "shared")
+    assert lane.link == Link(Fraction(1, 16), Fraction(1, 8), "separate")

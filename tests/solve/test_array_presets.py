@@ -1,0 +1,63 @@
+"""The tree presets solve on their array paths (issue 15), as a user would run them.
+
+- ``mapsearch solve examples/matmul-97x193x61.yaml tpu-v4i-like``: the path
+  with two meshed levels (4 MXUs, 128x128 PEs each) is solved, not skipped;
+  the time is the HBM link's compulsory traffic (proven at once by the
+  floor), the words are proven in the searched family, the replay agrees,
+  and the JSON report names both meshed levels with their splits and array
+  utilizations, which multiply to the whole array's.
+- the same on ``eyeriss-like`` (one meshed level, 14x12 PEs);
+- ``simba-like``: three meshed levels (36 chiplets, 16 PEs, 8x8 lanes).
+
+The figures asserted are the proven optima (time, then words), which do
+not depend on which of several equal schedules the search returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MATMUL = ROOT / "examples" / "matmul-97x193x61.yaml"
+
+
+def solve_cli(preset: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "mapsearch", "solve", str(MATMUL), preset, "--json"],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("preset, levels, time, words", [
+    # HBM -> CMEM moves A, B once and Z once up: (5,917 + 11,773 + 18,721) x 21/6140 clocks.
+    ("tpu-v4i-like", ["VMEM", "PE"], Fraction(764631, 6140), 121067),
+    # DRAM -> GLB: 17,690 words down, 18,721 up, 5/6 clock per word on a shared line.
+    ("eyeriss-like", ["PE"], Fraction(60685, 2), 143460),
+    ("simba-like", ["GB", "PE", "Lane"], Fraction(59957, 64), 452926),
+])
+def test_preset_solves_on_its_array_path(preset, levels, time, words) -> None:
+    report = solve_cli(preset)
+    assert report["status"] == "OPTIMAL_IN_FAMILY" and report["gap"] == 0
+    assert report["predicted_equals_replayed"] and not report["mismatches"]
+    assert Fraction(report["exact"]["time"]) == time and report["words_total"] == words
+    spatial = report["spatial"]
+    assert [e["level"] for e in spatial] == levels
+    assert any(ax["splits"] for e in spatial for ax in e["axes"])
+    # Each level's utilization is its share of the calls under the level above; they multiply to the array's.
+    whole = math.prod(e["array_utilization"] for e in spatial)
+    assert whole == pytest.approx(float(Fraction(report["exact"]["array_utilization"])))
+    assert report["compute_instances"] == math.prod(e["instances"] for e in spatial)
+    # Every restriction of the searched family is named (OPTIMAL_IN_FAMILY, never a bare OPTIMAL).
+    assert any(r.startswith("buffer placement") for r in report["family_restrictions"])
+
+
+def test_tpu_v4i_like_compulsory_time() -> None:
+    """The asserted time is the HBM link's compulsory words: each tensor crosses it once."""
+    assert (97 * 61 + 61 * 193 + 97 * 193) * Fraction(21, 6140) == Fraction(764631, 6140)

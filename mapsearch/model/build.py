@@ -15,7 +15,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from mapsearch.budget import checkpoint
-from mapsearch.errors import InfeasibleError
+from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
@@ -76,7 +76,9 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if p.fusion_level is not None and d not in p.shared_dims:
             for j in range(1, p.fusion_level + 1):
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
-        if d not in pinned:
+        if d in pinned:
+            _check_held_whole_limits(d, extent, bounds, arch)
+        else:
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, pinned, windows)))
         fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
@@ -94,6 +96,29 @@ def dimension_chains(p: Problem, constraints: Constraints,
     if windows:
         out = prune_window_chains(out, windows, J)
     return out, pinned
+
+
+def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]], arch) -> None:
+    """A dimension held whole has its extent at every level: user tile limits that exclude it cannot be met.
+
+    Extent-1 dimensions have no other tile, so that is a real conflict. A
+    window dimension held whole (an axis over three or more dimensions) is
+    a restriction of the searched family, so the error says so rather than
+    "infeasible" (a split tile might meet the limit). Silently replacing the
+    user's limit by the whole extent would report a schedule the user ruled out.
+    """
+    for j, (lo, hi) in enumerate(bounds, start=1):
+        if lo <= extent <= hi:
+            continue
+        what = (f"the tile limit on {d} at {arch.levels[j].name} ({lo}..{hi}) excludes its extent {extent}, "
+                f"at which {d} is held")
+        if extent == 1:
+            raise InfeasibleError(what, ("user tile limits",))
+        restriction = (f"filter windows held whole: {d} (an axis over three or more dimensions: such an axis "
+                       "is split only along its largest dimension)")
+        raise NoScheduleInFamily(f"no schedule in the searched family: {what} whole; the family was restricted "
+                                 f"({restriction}), so a legal schedule outside it may exist",
+                                 ("user tile limits",), (restriction,))
 
 
 def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:

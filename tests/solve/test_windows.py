@@ -185,6 +185,20 @@ def test_three_dimension_axis_is_a_named_restriction() -> None:
     assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
 
 
+def test_a_tile_limit_on_a_held_whole_dimension_is_not_overridden() -> None:
+    """r is held whole (a 3-dim axis): a user limit r <= 1 at L0 is not met by the family, and the error says so."""
+    from mapsearch.errors import NoScheduleInFamily
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 2, "u": 2})
+    with pytest.raises(NoScheduleInFamily, match="tile limit on r at L0 .1..1. excludes its extent 2") as e:
+        solve(Problem(w, arch([None, 16])), Constraints(tiles=(TileLimit("L0", "r", 1, 1),)))
+    assert e.value.restrictions[0].startswith("filter windows held whole: r")
+    # A limit the whole extent meets is kept, and the schedule holds r whole at L0.
+    result = solve(Problem(w, arch([None, 16])), Constraints(tiles=(TileLimit("L0", "r", 2, 2),)))
+    assert result.status == "OPTIMAL_IN_FAMILY"
+
+
 def test_pruned_window_chains_keep_the_optimum() -> None:
     # A larger window than the brute force can take: the solver's optimum with pruned chains equals the
     # optimum over every (p, r) chain pair, enumerated here by fixing each pair's tiles as constraints.

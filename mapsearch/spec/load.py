@@ -349,9 +349,10 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
                 raise _note(source, f("levels", 0, "link"), "the top level has no link above it; remove this field")
         else:
             raw_link = raw.get("link") or {}
-            down = fraction_from_json(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"), positive=True)
+            # 0 is a free link (a peer's unbounded bandwidth, or the wires to a MAC's operand latches).
+            down = fraction_from_json(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"), nonnegative=True)
             up_raw = raw_link.get("output_clocks_per_word")
-            up = down if up_raw is None else fraction_from_json(up_raw, source, f("levels", i, "link", "output_clocks_per_word"), positive=True)
+            up = down if up_raw is None else fraction_from_json(up_raw, source, f("levels", i, "link", "output_clocks_per_word"), nonnegative=True)
             link = Link(down, up, raw_link.get("lines", SHARED))
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
@@ -360,8 +361,11 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
     clocks = fraction_from_json(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"), positive=True)
     from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
 
+    from mapsearch.spec.energy import energy_from_dict
+
+    energy = energy_from_dict(data.get("energy"), source, f("energy"), tuple(lv.name for lv in levels))
     return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
-                        dram_from_dict(data.get("dram"), source, f("dram")))
+                        dram_from_dict(data.get("dram"), source, f("dram")), energy)
 
 
 def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tuple[MeshAxis, ...]]:
@@ -479,7 +483,14 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
         },
         "double_buffering": architecture.double_buffering,
         **({"dram": _dram_to_dict(architecture.dram)} if architecture.dram is not None else {}),
+        **({"energy": _energy_to_dict(architecture.energy)} if architecture.energy is not None else {}),
     }
+
+
+def _energy_to_dict(model: Any) -> dict[str, Any]:
+    from mapsearch.spec.energy import energy_to_dict
+
+    return energy_to_dict(model)
 
 
 def _dram_to_dict(spec: Any) -> dict[str, Any]:

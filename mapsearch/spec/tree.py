@@ -45,6 +45,7 @@ import yaml
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout, SpecError
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
+from mapsearch.spec.energy import EnergyModel, LevelEnergy
 from mapsearch.spec.set_expr import SetExpr, SetExprError, SetExprSyntaxError, evaluate, parse_set_expr, union_terms
 from mapsearch.spec.workload import Workload
 
@@ -280,6 +281,7 @@ class MemoryNode:
     may_keep: SetRule | None
     bypass: SetRule | None
     where: Where
+    energy: LevelEnergy | None = None  # per word read/written and leakage (a peer's file; spec/energy.py)
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,7 @@ class ComputeNode:
     block: tuple[tuple[str, int], ...]
     clocks_per_call: Fraction
     where: Where
+    energy: tuple[Fraction, Fraction] | None = None  # (per MAC, leakage per clock per instance)
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,7 @@ class Tree:
     double_buffering: bool = False
     source: str = "<tree>"
     description: str = ""
+    energy_unit: str = ""  # of the nodes' energies, when they carry any
 
 
 _NAME = re.compile(r"^[^\s]+$")
@@ -828,8 +832,12 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
                         f"{compute.name!r}; a stage must sit between two memories")
     if not levels:
         raise TreeError(compute.where, f"!Compute {compute.name!r} has no !Memory above it")
+    memories = [n for n in nodes if isinstance(n, MemoryNode)]
+    energy = None
+    if compute.energy is not None and all(n.energy is not None for n in memories):  # a model only when complete
+        energy = EnergyModel(tuple(n.energy for n in memories), compute.energy[0], compute.energy[1], tree.energy_unit)
     arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call),
-                        tree.double_buffering)
+                        tree.double_buffering, energy=energy)
     return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where)
 
 

@@ -260,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
         "requirements); 3 no schedule found within the time limit (the message gives the best bound)",
     )
-    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
+    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file (mapsearch's, or AccelForge, Timeloop "
+                       "v0.4, ZigZag: docs/peer-formats.md)")
     solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(_preset_names()) + ")")
     solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
     solve.add_argument(
@@ -316,9 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--density", metavar="T=SPEC", action="append", default=[],
         help="density of input T (repeatable; others dense): dense | uniform:D,... (one per rank, the notebook's "
         "fromRandom; figures are expectations) | nofm:N/M[@OFFSET],... (one per rank) | banded:LOWER,UPPER (exact)")
-    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT", action="append", default=[],
+    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT|PEER", action="append", default=[],
                         help="format of tensor T (repeatable; others dense): CSR, CSF, COO, CISS, dense or one letter "
-                        "U/C per rank, e.g. UC")
+                        "U/C per rank, e.g. UC; or, without '=', the peer format of WORKLOAD and ARCH when their "
+                        "content does not say it: accelforge, timeloop or zigzag (docs/peer-formats.md)")
+    solve.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
+                       help="a variable of a peer's Jinja-templated file (repeatable), e.g. --var M=64")
     sparse.add_argument("--sparse-seed", metavar="N", type=int,
                         help="seed of the sampled inputs of the sparse replay (input i uses N+i; default 0)")
     sparse.add_argument("--no-sparse-replay", action="store_true",

@@ -281,9 +281,14 @@ def _with_dram_layouts(args: argparse.Namespace, options: SolveOptions, workload
 def run(args: argparse.Namespace) -> int:
     """Run ``mapsearch solve``; returns the exit code (errors of bad input raise :class:`MapsearchError`)."""
     from mapsearch.solve.cli_chain import is_chain_file
+    from mapsearch.solve.cli_foreign import peer_format, solve_foreign, uses_foreign
 
+    peer = peer_format(args)  # --format NAME names a peer's format; --format T=FMT a sparse tensor's
+    foreign = uses_foreign(args, peer)
     flags = _sparse_flags(args)
-    if is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
+    if foreign and flags:
+        raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes mapsearch's own workload files")
+    if not foreign and is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
         if flags:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
                                  f"{args.workload} is a chain or TeAAL file")
@@ -300,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
         _warn_sparse_only(args)
 
     def attempt() -> tuple:
+        if foreign:
+            return solve_foreign(args, peer, options_from_args)
         tree = _multi_path_tree(args.architecture)
         if tree is not None:
             return _solve_tree(args, tree)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-__all__ = ["LevelEnergy", "EnergyModel", "energy_from_dict", "energy_to_dict"]
+__all__ = ["LevelEnergy", "EnergyModel", "energy_from_dict", "energy_to_dict", "leakage_per_clock"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,16 @@ class EnergyModel:
             if e.level == name:
                 return e
         return LevelEnergy(name)
+
+
+def leakage_per_clock(model: EnergyModel, arch: Any) -> Fraction:
+    """Leakage of a whole architecture per clock: every instance of every level, and of the compute."""
+    total = Fraction(0)
+    instances = 1
+    for lv in arch.levels:
+        instances *= lv.instances  # a level's instances are per instance of its parent
+        total += model.level(lv.name).leakage * instances
+    return total + model.compute_leakage * instances
 
 
 def energy_from_dict(data: Mapping[str, Any] | None, source: str, field: str, level_names: tuple[str, ...]) -> EnergyModel | None:

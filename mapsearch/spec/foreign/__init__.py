@@ -163,6 +163,7 @@ def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: i
     value, ``default_bits`` (noted).
     """
     from mapsearch.spec.foreign.accelforge_arch import EinsumView
+    from mapsearch.spec.foreign.operands import operand_words
 
     workload = fw.workload if isinstance(fw, ForeignWorkload) else fw
     bits = dict(fw.bits) if isinstance(fw, ForeignWorkload) else {}
@@ -185,7 +186,7 @@ def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: i
                  "weight": frozenset({e.inputs[-1].name}) if len(e.inputs) > 1 else frozenset()}
         own = {**roles, **(renames.get(ename, {}) if ename else {})}
         views.append(EinsumView(tensors, e.output.name, bits, own, frozenset(outputs & reads & set(tensors)),
-                                len(tensors), sum(t.words(extents) for t in e.tensors)))
+                                operand_words(e, extents), sum(t.words(extents) for t in e.tensors)))
     return views, tuple(dict.fromkeys(notes))
 
 

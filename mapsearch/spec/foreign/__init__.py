@@ -151,8 +151,8 @@ def load_foreign_workload(path: str | Path, variables: Mapping[str, Any] | None 
         return ForeignWorkload(workload, fmt, source, {}, bits)
     from mapsearch.spec.foreign.zigzag import zigzag_workload
 
-    workload, notes = zigzag_workload(data, source, name)
-    return ForeignWorkload(workload, fmt, source, notes=notes)
+    workload, bits = zigzag_workload(data, source, name)
+    return ForeignWorkload(workload, fmt, source, {}, bits)
 
 
 def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: int = 8):

@@ -215,8 +215,12 @@ def unfused_to_dict(result: ChainResult, outcome=None) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    """``mapsearch solve`` on a chain or TeAAL file; returns the exit code."""
+def run(args: argparse.Namespace, loaded: tuple | None = None) -> int:
+    """``mapsearch solve`` on a chain or TeAAL file; returns the exit code.
+
+    ``loaded``: ``(graph, homes, architecture, notes)`` already read (a peer's
+    files, mapsearch/solve/cli_foreign.py) instead of the files in ``args``.
+    """
     from mapsearch.presets import resolve_architecture
 
     objective = getattr(args, "objective", None) or "time"
@@ -226,11 +230,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("-c/--constraints", "no constraints file for a chain (this version); a TeAAL file carries "
                          "its own mapping", args.constraints)
     mode = _replay_mode(args)
-    graph, homes, spec = load_chain(args.workload)
-    arch, _ = resolve_architecture(args.architecture)
+    notes: list[str] = []
+    if loaded is not None:
+        graph, homes, arch, notes = loaded[0], loaded[1], loaded[2], list(loaded[3])
+        spec = None
+    else:
+        graph, homes, spec = load_chain(args.workload)
+        arch, _ = resolve_architecture(args.architecture)
     _check_homes(homes, arch, str(args.workload))
     options = options_from_args(args, arch)
-    notes: list[str] = []
     try:
         if spec is not None:
             notes += teaal_notes(spec, arch)

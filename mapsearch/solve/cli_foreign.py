@@ -20,7 +20,7 @@ from mapsearch.errors import MapsearchError
 from mapsearch.spec.foreign import FORMATS, ForeignWorkload, is_foreign_file, load_foreign_arch, load_foreign_workload, \
     parse_var
 
-__all__ = ["peer_format", "variables", "uses_foreign", "solve_foreign"]
+__all__ = ["peer_format", "variables", "uses_foreign", "solve_foreign", "foreign_chain"]
 
 
 def peer_format(args: argparse.Namespace) -> str | None:
@@ -77,10 +77,6 @@ def solve_foreign(args: argparse.Namespace, fmt: str | None, options_from_args) 
 
     values = variables(args)
     workload, homes, fw = _workload(args, fmt, values)
-    if isinstance(workload, WorkloadGraph):
-        raise MapsearchError(f"{args.workload}: a chain of {len(workload.einsums)} einsums from a peer's file; "
-                             f"mapsearch solves peers' chains one einsum at a time for now (give a file with one "
-                             f"einsum, or --var to select one)")
     notes: list[str] = []
     if is_foreign_file(args.architecture, values) or fmt is not None:
         fa = load_foreign_arch(args.architecture, fw or workload, values, fmt)
@@ -127,3 +123,44 @@ def _one_path_tree(arch: Any) -> Any:
                              f"tree file")
     nodes.append(ComputeNode("compute", arch.compute.block, arch.compute.clocks_per_call, where))
     return Tree(arch.name, HierarchicalNode(tuple(nodes), where), arch.double_buffering, arch.name)
+
+
+def foreign_chain(args: argparse.Namespace, fmt: str | None) -> tuple | None:
+    """``(graph, homes, architecture, notes)`` when the workload is a peer's chain, else None.
+
+    A chain is solved on one flat architecture (mapsearch.solve.chain), so the
+    translated tree must have one compute path, and its keep/bypass rules
+    must leave every decision to the solver for every einsum (AccelForge's
+    ``keep: ~Intermediates, may_keep: All`` at the top does): rules that force
+    or forbid a buffer per einsum have no place in the chain solve.
+    """
+    from mapsearch.spec.foreign import einsum_views
+    from mapsearch.spec.foreign.common import untranslatable
+    from mapsearch.spec.tree import UnusablePath, flatten, path_architecture, path_constraints
+    from mapsearch.spec.workload import WorkloadGraph
+
+    values = variables(args)
+    workload, homes, fw = _workload(args, fmt, values)
+    if not isinstance(workload, WorkloadGraph):
+        return None
+    fa = load_foreign_arch(args.architecture, fw or workload, values, fmt)
+    paths = flatten(fa.tree)
+    if len(paths) != 1:
+        raise untranslatable(args.architecture, "arch", f"{len(paths)} compute paths; mapsearch solves a chain on one")
+    for i in range(len(workload.einsums)):
+        stage = workload.stage(i)
+        try:
+            rules = path_constraints(paths[0], stage, homes) if i == 0 else None
+        except UnusablePath as e:
+            raise untranslatable(args.architecture, "arch", str(e)) from None
+        forced = [k for k in (rules.keep if rules is not None else ()) if k[1] not in workload.intermediates]
+        if forced:  # where an intermediate lives is the chain solve's own choice (fused or not)
+            level, tensor, flag = forced[0]
+            raise untranslatable(args.architecture, f"{level}.tensors", f"it {'keeps' if flag else 'bypasses'} "
+                                 f"{tensor} for this chain's einsums; the chain solve takes no keep/bypass rules yet: "
+                                 f"solve the einsums one at a time")
+    notes = list(fa.notes) + list(fw.notes if fw else ())
+    for n in dict.fromkeys(notes):
+        print(f"mapsearch: note: {' '.join(n.split())}", file=sys.stderr)
+    arch = replace(path_architecture(paths[0], workload.stage(0)), name=fa.tree.name)
+    return workload, homes, arch, []

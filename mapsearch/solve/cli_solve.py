@@ -288,6 +288,14 @@ def run(args: argparse.Namespace) -> int:
     flags = _sparse_flags(args)
     if foreign and flags:
         raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes mapsearch's own workload files")
+    if foreign:
+        from mapsearch.solve.cli_foreign import foreign_chain
+
+        chain = foreign_chain(args, peer)
+        if chain is not None:
+            from mapsearch.solve import cli_chain
+
+            return cli_chain.run(args, chain)
     if not foreign and is_chain_file(args.workload):  # a chain or a TeAAL file (load_workload_any makes a graph of it)
         if flags:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "

@@ -196,7 +196,12 @@ class _Translator(PortMixin):
         self.check_fields(body, _MEMORY_FIELDS, field, "!Memory")
         name = str(body.get("name"))
         keep, held = self.residency(body, field)
-        self.sets[name] = TensorSet(keep, frozenset(self.view.tensors), self.view.bits) if keep == held else _Choice(name)
+        if keep == held or (held - keep) <= self.view.intermediates:
+            # Keeping an intermediate above is the chain's fuse-or-not choice, which mapsearch's chain solve
+            # makes itself (docs/fusion.md): the rules see the component without it.
+            self.sets[name] = TensorSet(keep, frozenset(self.view.tensors), self.view.bits)
+        else:
+            self.sets[name] = _Choice(name)
         if not held:
             self.notes.append(f"{self.source}: {field} ({name}): keeps no tensor of this einsum; left out")
             return None

@@ -19,7 +19,7 @@ the peers' files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -185,8 +185,11 @@ def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: i
         roles = {"output": frozenset({e.output.name}), "input": frozenset({e.inputs[0].name}),
                  "weight": frozenset({e.inputs[-1].name}) if len(e.inputs) > 1 else frozenset()}
         own = {**roles, **(renames.get(ename, {}) if ename else {})}
-        views.append(EinsumView(tensors, e.output.name, bits, own, frozenset(outputs & reads & set(tensors)),
-                                operand_words(e, extents), sum(t.words(extents) for t in e.tensors)))
+        views.append(EinsumView(tensors, e.output.name, bits, own, frozenset(outputs & reads & set(tensors))))
+    # One architecture for a whole chain: the operand level fits every einsum's op, an unbounded memory every tensor.
+    block = max(operand_words(e, extents) for e in einsums)
+    total = sum({t.name: t.words(extents) for e in einsums for t in e.tensors}.values())
+    views = [replace(v, block_words=block, total_words=total) for v in views]
     return views, tuple(dict.fromkeys(notes))
 
 

@@ -195,6 +195,10 @@ def _from_string(text: str, source: str, where: str) -> tuple[str, list[dict], s
     if m is None:
         raise bad(source, where, "an einsum such as 'Z[m, n] = A[m, k] * B[k, n]'", text)
     out_name = m.group(1)
+    operators = sorted(set(re.findall(r"[^\w\s*]", re.sub(r"\[[^\]]*\]", "", m.group(3)))))
+    if operators:
+        raise untranslatable(source, where, f"{text!r} is not a product of tensors (it has {' '.join(operators)}); "
+                             f"mapsearch's einsums multiply and accumulate")
     accesses = []
     for acc in _ACCESS.finditer(m.group(3)):
         accesses.append({"name": acc.group(1), "projection": _string_projection(acc.group(2), source, where)})

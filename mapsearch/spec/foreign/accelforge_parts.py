@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link
 from mapsearch.spec.energy import LevelEnergy
-from mapsearch.spec.foreign.common import Tagged, bad, untranslatable
+from mapsearch.spec.foreign.common import ForeignSpecError, Tagged, bad, untranslatable
 
 __all__ = ["Port", "PortMixin", "join_ports"]
 
@@ -55,14 +55,18 @@ FREE = Port(Fraction(0), Fraction(0), SEPARATE)
 
 
 def join_ports(parent: Port, child: Port) -> Link:
-    """The link between two memories: a word going down is read above and written below; the slower binds."""
+    """The link between two memories: a word going down is read above and written below; the slower binds.
+
+    When either side's reads and writes share a port (their times add up), the
+    link is shared at the slowest cost per word: exact for that side, and for
+    the other side as long as its costs are not higher.
+    """
     down = max(parent.read, child.write)
     up = max(parent.write, child.read)
     busy = [p for p in (parent, child) if p.read or p.write]
-    lines = SHARED if busy and all(p.lines == SHARED for p in busy) else SEPARATE
-    if lines == SHARED:
-        down = up = max(down, up)
-    return Link(down, up, lines)
+    if any(p.lines == SHARED for p in busy):
+        return Link(max(down, up), max(down, up), SHARED)
+    return Link(down, up, SEPARATE)
 
 
 class PortMixin:
@@ -106,11 +110,14 @@ class PortMixin:
                 views.append(_Action(n, calls.get(n, 0), thr, a.get("energy"), a.get("bits_per_action")))
             return self.value(expr, f"{field}.total_latency", {**attrs, "actions": views})
 
+        unknown = any(acts.get(n, {}).get("throughput") is None for n in names) and not dummy
         try:
             alone = tuple(latency({n: 1}) for n in names)
             together = latency({n: 1 for n in names})
-        except Exception:  # noqa: BLE001 - e.g. n_calls / None: a throughput only hwcomponents knows
-            return None
+        except ForeignSpecError:
+            if unknown:  # n_calls / None: a throughput only a hwcomponents model knows
+                return None
+            raise
         return alone + (together,)
 
     def compute_rate(self, body: Mapping[str, Any], field: str) -> Any:
@@ -127,6 +134,9 @@ class PortMixin:
 
     def port(self, body: Mapping[str, Any], field: str, bpv: int, name: str) -> Port:
         s = self.seconds(body, field, ("read", "write"))
+        if s is None and body.get("component_class") is None:
+            raise bad(self.source, f"{field}.actions", f"a throughput for {name}'s read and write (AccelForge needs "
+                      f"one, or a component_class whose hwcomponents model gives it)", None)
         if s is None:
             raise untranslatable(self.source, f"{field}.actions", f"{name}'s throughput comes from the hwcomponents "
                                  f"model {body.get('component_class')!r}, which mapsearch does not run; give "

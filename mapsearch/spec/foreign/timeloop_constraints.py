@@ -60,8 +60,11 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
     """``({storage: (keep set, bypass set)}, Constraints or None)``; what is left out goes to ``notes``."""
     from mapsearch.solve.constraints import Constraints, TileLimit
 
+    from mapsearch.spec.foreign.operands import window_dims
+
     tensors = set(w.tensor_names)
     dims = w.dims
+    window = window_dims(w.einsum, w.extent)
     keep: dict[str, tuple[frozenset, frozenset]] = {}
     orders, tiles = [], []
     # ``storages`` ends with the operand level under the compute: the innermost storage's child.
@@ -99,7 +102,10 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
             for d, op, v in _factors(t.get("factors"), source, f"{field}.factors"):
                 if d not in dims or (v == 1 and dict(w.extents)[d] == 1):
                     continue  # a dimension this problem does not have, or one of extent 1
-                if op == "=" and target == innermost:
+                if d in window and v != w.extent[d]:
+                    notes.append(f"{source}: {field}.factors: {d}{op}{v}: mapsearch keeps the convolution window "
+                                 f"dimension {d} whole at every level (its search family): left out")
+                elif op == "=" and target == innermost:
                     tiles.append(TileLimit(target, d, v, v))
                 else:
                     dropped.append(f"{d}{op}{v}")

@@ -179,7 +179,7 @@ def zigzag_tree(data: Mapping[str, Any], source: str, name: str, workload: Any) 
         size = m.get("size")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise bad(source, f"{f}.size", "bits: int >= 1", size)
-        port, energy = _port(m, f, source, ops, links, precision)
+        port, energy = _port(m, f, source, ops, links, precision, notes)
         capacity = max(1, size // bits)
         link = None if parent is None else join_ports(parent, port)
         rule = SetRule(as_set_text(held, tensors), parse_set_expr(as_set_text(held, tensors)), where)
@@ -246,7 +246,7 @@ def _precisions(workload: Any, w: Workload, links: Mapping[str, str], notes: lis
 
 
 def _port(m: Mapping[str, Any], field: str, source: str, ops: list[str], links: Mapping[str, str],
-          precision: Mapping[str, int]) -> tuple[Port, tuple[Fraction, Fraction]]:
+          precision: Mapping[str, int], notes: list) -> tuple[Port, tuple[Fraction, Fraction]]:
     """The memory's cost per word (clocks) to read and to write, and its energy per word (pJ)."""
     read, write, shared = Fraction(0), Fraction(0), False
     e_read, e_write = Fraction(0), Fraction(0)
@@ -264,6 +264,10 @@ def _port(m: Mapping[str, Any], field: str, source: str, ops: list[str], links: 
                 read, e_read = max(read, per_word), max(e_read, r_cost * per_word)
             else:
                 write, e_write = max(write, per_word), max(e_write, w_cost * per_word)
+    widths = sorted({precision[links[op]] for op in ops})
+    if len(widths) > 1 and (read or write):
+        notes.append(f"{source}: {field}.ports: words of {widths} bits share its ports; mapsearch charges every "
+                     f"word the widest one's time and energy")
     port = Port(read, write, "shared" if shared else "separate")
     if shared and read != write:
         port = Port(max(read, write), max(read, write), "shared")

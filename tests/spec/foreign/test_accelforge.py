@@ -12,7 +12,7 @@ from mapsearch.spec.foreign.common import ForeignSpecError, Untranslatable
 from mapsearch.spec.tree import NoUsablePath, flatten
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
-from helpers import MATMUL, PEERS, solve_peer
+from foreign_helpers import MATMUL, PEERS, solve_peer
 
 ARCHES = PEERS / "accelforge" / "arches"
 WORKLOADS = PEERS / "accelforge" / "workloads"

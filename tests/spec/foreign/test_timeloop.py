@@ -11,7 +11,7 @@ from mapsearch.spec.foreign import detect_format, load_foreign_arch, load_foreig
 from mapsearch.spec.foreign.common import Untranslatable, parse_tagged_yaml
 from mapsearch.spec.tree import flatten
 
-from helpers import PEERS, solve_peer
+from foreign_helpers import PEERS, solve_peer
 
 T = PEERS / "timeloop"
 PROBLEM = T / "cnn_layer_small.prob.yaml"

@@ -11,7 +11,7 @@ from mapsearch.spec.foreign import load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import Untranslatable
 from mapsearch.spec.tree import NoUsablePath, flatten
 
-from helpers import PEERS, solve_peer
+from foreign_helpers import PEERS, solve_peer
 
 Z = PEERS / "zigzag"
 GEMM = Z / "layers" / "gemm_8x8x8.yaml"

@@ -132,7 +132,11 @@ def render_jinja(text: str, source: str, variables: Mapping[str, Any]) -> str:
     """
     if not _JINJA.search(text):
         return text
-    import jinja2
+    try:
+        import jinja2
+    except ImportError:
+        raise ForeignSpecError(source, "", "", None, detail="a Jinja-templated file needs jinja2: "
+                               "pip install 'mapsearch[peers]'") from None
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     try:

@@ -72,8 +72,7 @@ def _try_foreign(path: str, values: dict, fmt: str) -> bool:
 def solve_foreign(args: argparse.Namespace, fmt: str | None, options_from_args) -> tuple:
     """``(SolveResult, options, lines about the compute paths)``, as cli_solve's own attempt returns."""
     from mapsearch.solve.constraints import load_constraints
-    from mapsearch.spec.tree import Tree, flatten, path_architecture, solve_tree
-    from mapsearch.spec.workload import WorkloadGraph
+    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
 
     values = variables(args)
     workload, homes, fw = _workload(args, fmt, values)
@@ -117,12 +116,16 @@ def _one_path_tree(arch: Any) -> Any:
     from mapsearch.spec.tree import ComputeNode, HierarchicalNode, MemoryNode, Tree, Where
 
     where = Where(arch.name, 1, 1, "")
-    nodes = [MemoryNode(lv.name, lv.capacity, lv.link, (), None, None, None, where) for lv in arch.levels]
+    e = arch.energy
+    nodes = [MemoryNode(lv.name, lv.capacity, lv.link, (), None, None, None, where, e and e.level(lv.name))
+             for lv in arch.levels]
     if any(lv.mesh for lv in arch.levels):
         raise MapsearchError(f"{arch.name}: a meshed mapsearch architecture with a peer's workload: give it as a "
                              f"tree file")
-    nodes.append(ComputeNode("compute", arch.compute.block, arch.compute.clocks_per_call, where))
-    return Tree(arch.name, HierarchicalNode(tuple(nodes), where), arch.double_buffering, arch.name)
+    nodes.append(ComputeNode("compute", arch.compute.block, arch.compute.clocks_per_call, where,
+                             e and (e.mac, e.compute_leakage)))
+    return Tree(arch.name, HierarchicalNode(tuple(nodes), where), arch.double_buffering, arch.name, "",
+                e.unit if e else "")
 
 
 def foreign_chain(args: argparse.Namespace, fmt: str | None) -> tuple | None:
@@ -134,7 +137,6 @@ def foreign_chain(args: argparse.Namespace, fmt: str | None) -> tuple | None:
     ``keep: ~Intermediates, may_keep: All`` at the top does): rules that force
     or forbid a buffer per einsum have no place in the chain solve.
     """
-    from mapsearch.spec.foreign import einsum_views
     from mapsearch.spec.foreign.common import untranslatable
     from mapsearch.spec.tree import UnusablePath, flatten, path_architecture, path_constraints
     from mapsearch.spec.workload import WorkloadGraph

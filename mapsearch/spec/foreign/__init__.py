@@ -64,6 +64,7 @@ class ForeignArch:
     source: str
     constraints: Any = None  # mapsearch.solve.constraints.Constraints from the file's mapping constraints, or None
     notes: tuple[str, ...] = ()
+    clock_hz: Any = None  # seconds per clock when the file says (AccelForge: the compute's op rate), else None
 
 
 def _read(path: str | Path, variables: Mapping[str, Any] | None, duplicate_keys: str = "error") -> Any:
@@ -207,7 +208,7 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
         trees = [accelforge_tree(data, source, name, v) for v in views]
         if len(trees) > 1:
             _check_chain_trees(trees, source)
-        return ForeignArch(trees[0][0], fmt, source, None, notes + trees[0][1])
+        return ForeignArch(trees[0][0], fmt, source, None, notes + trees[0][1], trees[0][2])
     if fmt == "timeloop":
         from mapsearch.spec.foreign.timeloop import timeloop_arch
 
@@ -224,7 +225,7 @@ def _check_chain_trees(trees: list, source: str) -> None:
     from mapsearch.spec.tree import flatten
 
     first = [(p.compute_name, p.architecture.levels) for p in flatten(trees[0][0])]
-    for tree, _ in trees[1:]:
+    for tree, *_ in trees[1:]:
         if [(p.compute_name, p.architecture.levels) for p in flatten(tree)] != first:
             raise Untranslatable(source, "arch", "", None, detail="cannot be translated exactly: the architecture "
                                  "differs between the chain's einsums (sizes or enabled components depend on the "

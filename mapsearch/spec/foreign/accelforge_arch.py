@@ -41,11 +41,10 @@ tensors of different widths in one memory.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-from mapsearch.spec.architecture import SEPARATE, SHARED, Link
 from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.foreign.accelforge_parts import _COMPUTE_FIELDS, _MEMORY_FIELDS, FREE, Port, PortMixin, join_ports
 from mapsearch.spec.foreign.common import Tagged, bad, exact, untranslatable
@@ -277,8 +276,8 @@ class _Translator(PortMixin):
         return SetRule(text, parse_set_expr(text), where)
 
 
-def accelforge_tree(data: Mapping[str, Any], source: str, name: str, view: EinsumView) -> tuple[Tree, tuple[str, ...]]:
-    """The tree of an AccelForge architecture document (``arch: {nodes: [...]}``) for one einsum, and notes."""
+def accelforge_tree(data: Mapping[str, Any], source: str, name: str, view: EinsumView) -> tuple[Tree, tuple[str, ...], Any]:
+    """``(tree, notes, clock in Hz or None)`` of an AccelForge architecture (``arch: {nodes: [...]}``) for one einsum."""
     arch = data.get("arch") if isinstance(data, dict) else None
     if not isinstance(arch, dict):
         raise bad(source, "arch", "a mapping with nodes", arch)
@@ -296,7 +295,7 @@ def accelforge_tree(data: Mapping[str, Any], source: str, name: str, view: Einsu
     from mapsearch.spec.tree import flatten
 
     flatten(tree)  # structural problems (no compute, a chain ending without one) now, as for native trees
-    return tree, tuple(dict.fromkeys(t.notes))
+    return tree, tuple(dict.fromkeys(t.notes)), t.clock_hz
 
 
 def _collect_rates(t: _Translator, items: Any, field: str) -> None:

@@ -17,8 +17,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link
-from mapsearch.spec.energy import LevelEnergy
-from mapsearch.spec.foreign.common import ForeignSpecError, Tagged, bad, untranslatable
+from mapsearch.spec.foreign.common import ForeignSpecError, bad, untranslatable
 
 __all__ = ["Port", "PortMixin", "join_ports"]
 

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from mapsearch.spec.foreign.common import Untranslatable, bad, untranslatable
+from mapsearch.spec.foreign.common import bad, untranslatable
 from mapsearch.spec.foreign.expr import ExprError, evaluate_expr
 from mapsearch.spec.foreign.sets import TensorSet
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload, WorkloadGraph

@@ -11,7 +11,7 @@ one point). The rest is a note: mapsearch searches a wider space.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any
 
 from mapsearch.spec.foreign.common import bad
 from mapsearch.spec.workload import Workload

@@ -36,7 +36,6 @@ O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix], dimension_relations:
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 from typing import Any, Mapping

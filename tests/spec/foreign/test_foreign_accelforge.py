@@ -173,3 +173,15 @@ def test_bad_input_is_one_line_naming_file_and_field(tmp_path, text, message):
         load_foreign_arch(path, MATMUL, format="accelforge")  # so plain a file could be a mapsearch tree
     assert str(e.value) == f"{path}: {message}"
     assert str(e.value).startswith(str(path)) and "\n" not in str(e.value)
+
+
+def test_an_accelforge_architecture_is_a_characterize_profile():
+    from mapsearch.characterize.profiles import load_profile
+
+    p = load_profile(str(ARCHES / "simple.yaml"))
+    assert p.clock_hz == 1.0  # the MAC's throughput: 1 op per second
+    assert [lv["name"] for lv in p.architecture["levels"]] == ["MainMemory", "GlobalBuffer"]
+    # 1 J per read and per write of a bit, 8-bit words: 16 J (16e12 pJ) per word crossing MainMemory->GlobalBuffer.
+    assert p.link_energy_pj == {"MainMemory->GlobalBuffer": 16e12} and p.mac_energy_pj == 1e12
+    with pytest.raises(Untranslatable, match="keep or bypass tensors by role"):
+        load_profile(str(ARCHES / "nvdla.yaml"))

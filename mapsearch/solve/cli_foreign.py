@@ -69,10 +69,9 @@ def _try_foreign(path: str, values: dict, fmt: str) -> bool:
     return detect_format(data) is not None or (isinstance(data, dict) and "levels" not in data and "einsum" not in data)
 
 
-def solve_foreign(args: argparse.Namespace, fmt: str | None, options_from_args) -> tuple:
+def solve_foreign(args: argparse.Namespace, fmt: str | None) -> tuple:
     """``(SolveResult, options, lines about the compute paths)``, as cli_solve's own attempt returns."""
     from mapsearch.solve.constraints import load_constraints
-    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
 
     values = variables(args)
     workload, homes, fw = _workload(args, fmt, values)
@@ -97,18 +96,9 @@ def solve_foreign(args: argparse.Namespace, fmt: str | None, options_from_args) 
         user = load_constraints(args.constraints)
         extra = user if extra is None else replace(user, tiles=extra.tiles + user.tiles, orders=extra.orders + user.orders,
                                                    keep=extra.keep + user.keep, stationary=extra.stationary + user.stationary)
-    first = path_architecture(flatten(tree)[0], workload)
-    options = options_from_args(args, first)
-    best, result, outcomes = solve_tree(tree, workload, homes, options, extra)
-    lines = [f"compute paths of {args.architecture}:"]
-    for o in outcomes:
-        if o.result is None:
-            lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
-        else:
-            f = o.result.schedule.predicted
-            mark = "  <- chosen" if o.compute_name == best else ""
-            lines.append(f"  {o.compute_name}: {o.result.status}, time {f.time}, words {f.words_total}{mark}")
-    return result, options, lines
+    from mapsearch.solve.cli_solve import solve_paths
+
+    return solve_paths(args, tree, workload, homes, extra)
 
 
 def _one_path_tree(arch: Any) -> Any:

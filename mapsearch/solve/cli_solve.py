@@ -171,12 +171,18 @@ def _multi_path_tree(path: str):
 def _solve_tree(args: argparse.Namespace, tree) -> tuple:
     """Solve on every compute path of ``tree``; the best one is the result, the others are listed."""
     from mapsearch.spec.load import load_homes, load_workload
-    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
 
     workload = load_workload(args.workload)
     homes = load_homes(args.workload)
-    first = path_architecture(flatten(tree)[0], workload)
     constraints = load_constraints(args.constraints) if getattr(args, "constraints", None) else None
+    return solve_paths(args, tree, workload, homes, constraints)
+
+
+def solve_paths(args: argparse.Namespace, tree, workload, homes, constraints) -> tuple:
+    """``(best SolveResult, options, lines)``: every compute path of ``tree`` solved, one line per path."""
+    from mapsearch.spec.tree import flatten, path_architecture, solve_tree
+
+    first = path_architecture(flatten(tree)[0], workload)
     options = options_from_args(args, first)
     best, result, outcomes = solve_tree(tree, workload, homes, options, constraints)
     lines = [f"compute paths of {args.architecture}:"]
@@ -314,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
 
     def attempt() -> tuple:
         if foreign:
-            return solve_foreign(args, peer, options_from_args)
+            return solve_foreign(args, peer)
         tree = _multi_path_tree(args.architecture)
         if tree is not None:
             return _solve_tree(args, tree)

@@ -96,7 +96,9 @@ def detect_format(data: Any) -> str | None:
             else None
     if "memories" in data and "operational_array" in data:
         return "zigzag"
-    if "problem" in data or "architecture_constraints" in data or isinstance(data.get("architecture"), dict) \
+    arch = data.get("architecture")
+    timeloop_arch = isinstance(arch, dict) and ("nodes" in arch or "subtree" in arch) and "levels" not in arch
+    if isinstance(data.get("problem"), dict) or "architecture_constraints" in data or timeloop_arch \
             or (isinstance(data.get("constraints"), dict) and "targets" in data["constraints"]):
         return "timeloop"
     if isinstance(data.get("workload"), dict) and "einsums" in data["workload"]:

@@ -76,8 +76,17 @@ def solve_foreign(args: argparse.Namespace, fmt: str | None) -> tuple:
     values = variables(args)
     workload, homes, fw = _workload(args, fmt, values)
     notes: list[str] = []
-    if is_foreign_file(args.architecture, values) or fmt is not None:
-        fa = load_foreign_arch(args.architecture, fw or workload, values, fmt)
+    from pathlib import Path
+
+    arch_path = Path(args.architecture)
+    if is_foreign_file(arch_path, values) or (fmt is not None and arch_path.is_file()
+                                              and _try_foreign(args.architecture, values, fmt)):
+        peer_constraints = getattr(args, "constraints", None)
+        if peer_constraints and is_foreign_file(peer_constraints, values) == "timeloop":
+            args.constraints = None  # read with the architecture it constrains
+        else:
+            peer_constraints = None
+        fa = load_foreign_arch(args.architecture, fw or workload, values, fmt, peer_constraints)
         tree, extra, notes = fa.tree, fa.constraints, list(fa.notes)
     else:
         from mapsearch.presets import resolve_architecture

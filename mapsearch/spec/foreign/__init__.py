@@ -197,8 +197,12 @@ def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: i
 
 
 def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | WorkloadGraph,
-                      variables: Mapping[str, Any] | None = None, format: str | None = None) -> ForeignArch:
-    """Translate an architecture file for ``workload`` (a chain: for every einsum; they must agree)."""
+                      variables: Mapping[str, Any] | None = None, format: str | None = None,
+                      constraints: str | Path | None = None) -> ForeignArch:
+    """Translate an architecture file for ``workload`` (a chain: for every einsum; they must agree).
+
+    ``constraints``: a Timeloop constraints file (``constraints: {targets: [...]}``) for a Timeloop architecture.
+    """
     source, name = str(path), Path(path).stem
     fmt_probe = format or is_foreign_file(path, variables)
     data = _read(path, variables, duplicate_keys="last" if fmt_probe == "zigzag" else "error")
@@ -214,8 +218,9 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
     if fmt == "timeloop":
         from mapsearch.spec.foreign.timeloop import timeloop_arch
 
-        tree, constraints, notes = timeloop_arch(data, source, name, workload)
-        return ForeignArch(tree, fmt, source, constraints, notes)
+        more = _read(constraints, variables) if constraints is not None else None
+        tree, found, notes = timeloop_arch(data, source, name, workload, more)
+        return ForeignArch(tree, fmt, source, found, notes)
     from mapsearch.spec.foreign.zigzag import zigzag_tree
 
     tree, notes = zigzag_tree(data, source, name, workload)

@@ -123,8 +123,12 @@ def _axis(raw: Any, coef: Mapping[str, Any], dims: list, source: str, field: str
 # --------------------------------------------------------------------------
 
 
-def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any) -> tuple[Tree, Any, tuple[str, ...]]:
-    """``(tree, Constraints or None, notes)``; ``workload`` is a Workload or a ForeignWorkload."""
+def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any,
+                  more_constraints: Mapping[str, Any] | None = None) -> tuple[Tree, Any, tuple[str, ...]]:
+    """``(tree, Constraints or None, notes)``; ``workload`` is a Workload or a ForeignWorkload.
+
+    ``more_constraints``: the document of a separate constraints file (``constraints: {targets}``).
+    """
     from mapsearch.spec.foreign.timeloop_constraints import apply_targets, node_targets
 
     w = getattr(workload, "workload", workload)
@@ -141,6 +145,7 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
         raise bad(source, "architecture.nodes", "storage components and a compute component last", len(components))
     compute = components[-1]
     targets = node_targets(flat) + list(_constraint_targets(data, source))
+    targets += list(_constraint_targets(more_constraints or {}, source))
     notes: list[str] = []
     names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
     keep, extra = apply_targets(targets, names, w, source, notes)

@@ -90,3 +90,14 @@ def test_densities_are_refused():
 
     with pytest.raises(Untranslatable, match="problem.instance.densities: cannot be translated exactly"):
         timeloop_problem(data, "p.yaml", "p")
+
+
+def test_a_separate_constraints_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("constraints:\n  targets:\n  - {target: shared_glb, type: temporal, permutation: SRQPCMN}\n"
+                    "  - {target: DRAM, type: bypass, keep: [Weights, Inputs, Outputs]}\n")
+    fa = load_foreign_arch(ARCH, load_foreign_workload(PROBLEM), constraints=path)
+    # shared_glb's temporal loops step ifmap_spad's tiles: mapsearch's ifmap_spad loops, outer to inner.
+    assert ("ifmap_spad", ("N", "M", "C", "P", "Q", "R", "S")) in fa.constraints.orders
+    rules = {k.level: k.keep.text for k in flatten(fa.tree)[0].keep_rules}
+    assert rules["DRAM"] == "Weights | Inputs | Outputs"

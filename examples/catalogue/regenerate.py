@@ -39,7 +39,8 @@ def report(name: str, result) -> str:
         per = ", ".join(f"{t.tensor} {t.words_down}/{t.words_up}" for t in link.tensors)
         lines.append(f"  {link.name}: down {link.words_down}, up {link.words_up}, time {link.time} ({per})")
     for lm in s.levels[1:]:
-        lines.append(f"  {lm.level}: tile {dict(lm.tile)}, order {list(lm.order)}, keep {sorted(lm.keep)}")
+        placed = f", positions {dict(lm.positions)}" if lm.positions else ""
+        lines.append(f"  {lm.level}: tile {dict(lm.tile)}, order {list(lm.order)}, keep {sorted(lm.keep)}{placed}")
     lines += [f"  {b.describe()}" for b in result.binding]
     return "\n".join(lines)
 

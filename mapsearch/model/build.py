@@ -171,7 +171,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     elif unit_dims or extra_footprints:
         enc.cache["placement_off"] = "measures other than words"
     elif options is not None and not options.placement:
-        enc.cache["placement_skip"] = True  # TRANSIENT: reported as a restriction once the replay counts placed buffers
+        enc.cache["placement_off"] = "turned off"
     add_placements(enc)
     add_link_words(enc)
     add_compute(enc)

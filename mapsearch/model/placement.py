@@ -62,7 +62,7 @@ def placed_dims(enc: Encoding, tensor: str) -> list[str]:
 def add_placements(enc: Encoding) -> None:
     """The one-hot cut ``at[X, i, c]`` of every buffer, canonical when bypassed, nested across levels."""
     enc.at = {}
-    if placement_disabled_reason(enc) is not None or enc.cache.get("placement_skip"):
+    if placement_disabled_reason(enc) is not None:
         return
     p = enc.problem
     J = p.depth

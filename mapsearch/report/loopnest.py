@@ -79,6 +79,9 @@ def loop_nest_lines(s: Schedule) -> list[str]:
     homes = f"; home of {', '.join(homes_at[0])}" if homes_at[0] else ""
     lines.append(f"{top.level}: the whole space {whole}{homes}")
     indent = "  "
+    placed = _placed_buffers(s)
+    loops = 0
+    lines += [f"{indent}{text}" for text in placed.get(0, ())]
     for i in range(1, arch.depth):
         lv, parent = s.levels[i], s.levels[i - 1].tile_extents
         split = {sp.dim: sp for sp in lv.spatial}
@@ -89,8 +92,11 @@ def loop_nest_lines(s: Schedule) -> list[str]:
             t, p = lv.tile_extent(d), split[d].part if d in split else parent[d]
             lines.append(f"{indent}for {d} in [0, {p}) step {t}   # {lv.level}: {trips_note(p, t)}")
             indent += "  "
+            loops += 1
+            lines += [f"{indent}{text}" for text in placed.get(loops, ())]
         tile = " ".join(f"{d}={e}" for d, e in lv.tile)
-        kept = sorted(t for t in w.tensor_names if s.keeps(t, i))
+        kept = sorted(t if dict(lv.positions).get(t, i * len(w.dims)) == i * len(w.dims) else f"{t} (placed above)"
+                      for t in w.tensor_names if s.keeps(t, i))
         bypass = sorted(t for t in w.tensor_names if i > s.home(t) and not s.keeps(t, i))
         parts = [f"tile {tile}", f"keeps {', '.join(kept) if kept else 'nothing'}"]
         if bypass:
@@ -100,6 +106,18 @@ def loop_nest_lines(s: Schedule) -> list[str]:
         lines.append(f"{indent}{lv.level}: {'; '.join(parts)}")
     lines.append(f"{indent}  op: {_op_text(s)}, {format_exact(arch.compute.clocks_per_call)} clock(s) per call")
     return lines
+
+
+def _placed_buffers(s: Schedule) -> dict[int, list[str]]:
+    """Nest position -> lines naming the buffers placed there, away from their level's default."""
+    D = len(s.workload.dims)
+    out: dict[int, list[str]] = {}
+    for i, lv in enumerate(s.levels):
+        for t, p in lv.positions:
+            if p != i * D:
+                holds = "the whole tensor" if p == 0 else "its part of the loops inside"
+                out.setdefault(p, []).append(f"[{lv.level} buffer of {t} sits here: holds {holds}]")
+    return out
 
 
 def _op_text(s: Schedule) -> str:
@@ -235,8 +253,7 @@ def loop_nest_code(schedule: Schedule) -> str:
     block = {d: arch.compute.block_extent(d) for d in dims}
     op_vars = {d: names.new(d) for d in dims}
 
-    def slices(tensor: str, level: int) -> str:
-        tile = tile_at[level]
+    def slices(tensor: str, tile: dict[str, tuple[_Lin, str | int]]) -> str:
         axes = []
         for ix in tensors[tensor].indices:
             lo, hi = _Lin(), _Lin()
@@ -248,7 +265,8 @@ def loop_nest_code(schedule: Schedule) -> str:
             axes.append(f"{lo.text()}:{hi.text()}")
         return f"{tensor}[{', '.join(axes)}]"
 
-    # Where each kept (tensor, level) moves.
+    # Where each kept (tensor, level) moves: inside the innermost loop outside its buffer that indexes it
+    # (at its level's loops by default; a placed buffer, cost-model.md "Buffer placement", elsewhere).
     moves: list[_Move] = []
     for i in range(1, depth):
         for t in w.tensor_names:
@@ -256,13 +274,18 @@ def loop_nest_code(schedule: Schedule) -> str:
                 continue
             access = tensors[t]
             relevant = access.dims
-            at = max((k for k, lp in enumerate(loops) if lp.level <= i and lp.dim in relevant), default=-1)
+            j, outside_dims = s.buffer_anchor(t, i)
+            outside = [k for k, lp in enumerate(loops)
+                       if lp.level < j or (lp.level == j and (outside_dims is None or lp.dim in outside_dims))]
+            at = max((k for k in outside if loops[k].dim in relevant), default=-1)
+            region = {d: tile_at[j][d] if j == 0 or outside_dims is None or d in outside_dims else tile_at[j - 1][d]
+                      for d in dims}
             # A window over two moving dims can land where it was: p*2+r after p steps and r wraps.
-            moving = {lp.dim for lp in loops if lp.level <= i}
+            moving = {loops[k].dim for k in outside}
             affine = any(sum(d in moving for d in ix.dims) > 1 for ix in access.indices)
             repeat = _may_repeat(loops, at, relevant)
             why = "a convolution window can land where it was" if affine else "a one-trip remainder piece repeats it"
-            mv = _Move(t, i, at, affine or repeat, slices(t, i), why)
+            mv = _Move(t, i, at, affine or repeat, slices(t, region), why)
             if t == out and not mv.guarded:
                 mv.first_visit = [
                     f"{lp.var} == {lp.parent_start.text()}" for lp in loops[: max(at, 0)] if lp.dim not in relevant

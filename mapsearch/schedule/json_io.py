@@ -109,6 +109,8 @@ def _mapping_to_dict(lm: LevelMapping) -> dict[str, Any]:
     out: dict[str, Any] = {"name": lm.level, "tile": {d: t for d, t in lm.tile}, "order": list(lm.order), "keep": sorted(lm.keep)}
     if lm.spatial:
         out["spatial"] = [{"dim": s.dim, "part": s.part, "axis": s.axis} for s in lm.spatial]
+    if lm.positions:
+        out["positions"] = {t: p for t, p in lm.positions}
     return out
 
 
@@ -228,6 +230,9 @@ def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> No
         for j, t in enumerate(raw["keep"]):
             if t not in tensors:
                 raise _note(source, f"levels[{i}].keep[{j}]", f"unknown tensor {t!r}; expected one of {', '.join(tensors)}")
+        for t in raw.get("positions") or {}:
+            if t not in tensors:
+                raise _note(source, join_path(["levels", i, "positions", t]), f"unknown tensor; expected one of {', '.join(tensors)}")
 
 
 def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
@@ -249,6 +254,7 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
             order=tuple(raw["order"]),
             keep=frozenset(raw["keep"]),
             spatial=tuple(SpatialSplit(sp["dim"], int(sp["part"]), sp["axis"]) for sp in raw.get("spatial") or ()),
+            positions=tuple(sorted((t, int(p)) for t, p in (raw.get("positions") or {}).items())),
         )
         for raw in data["levels"]
     )

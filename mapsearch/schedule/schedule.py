@@ -111,6 +111,26 @@ class Schedule:
         """Loops of the whole nest outside ``tensor``'s buffer at ``level`` (default ``level * D``)."""
         return dict(self.levels[level].positions).get(tensor, level * len(self.workload.dims))
 
+    def buffer_anchor(self, tensor: str, level: int) -> tuple[int, frozenset[str] | None]:
+        """Where ``tensor``'s buffer at ``level`` reads its region: ``(j, outside)``.
+
+        Position ``p`` counts the loops of the whole nest outside the buffer:
+        ``p = 0`` holds the whole tensor (``(0, None)``); ``p = (j-1)*D + k``
+        (``1 <= k <= D``) has every loop of levels ``< j`` and the first ``k``
+        loops of level ``j`` outside, so along each dimension the buffer holds
+        level ``j``'s piece for the dimensions in ``outside`` (those ``k``
+        loops) and the level-``(j-1)`` piece for the others; ``outside`` is
+        None when all of level ``j``'s loops are outside (``k = D``: level
+        ``j``'s tile, as the default position ``level * D`` is level
+        ``level``'s). The region changes only when a loop outside it advances.
+        """
+        D = len(self.workload.dims)
+        p = self.position(tensor, level)
+        if p == 0:
+            return 0, None
+        j, k = (p - 1) // D + 1, (p - 1) % D + 1
+        return (j, None) if k == D else (j, frozenset(self.levels[j].order[:k]))
+
     @property
     def placed(self) -> bool:
         """True when some buffer sits away from its default position."""

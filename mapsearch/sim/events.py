@@ -56,6 +56,7 @@ from mapsearch.sim.cache import Cache
 from mapsearch.sim.compute import TileOp, calls_for_tile, einsum_kernel, einsum_reference
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.sim.counters import Chain, ReplayResult, chain, link_figures
+from mapsearch.sim.placed import buffer_stream
 from mapsearch.sim.spatial import Layout, compute_instances, lockstep_nest
 from mapsearch.sim.tensor import Tensor
 from mapsearch.spec.architecture import SHARED
@@ -214,6 +215,7 @@ class _EventReplay:
         }
         self.anc = {(i, j): self.layout.ancestor(i, j) for i in range(depth) for j in range(i + 1)}
         self.groups = {(t, i): self.layout.group(i, t) for t, i in self.kept}
+        self.placement = {(t, i): buffer_stream(schedule, t, i) for t, i in self.kept}
 
     def _build(self, kernel: Callable | None) -> None:
         """Caches bottom-up, one per instance; one link per parent instance, shared by its children."""
@@ -357,6 +359,23 @@ class _EventReplay:
             self._emit("run", self.out, inner, region_of(self.access[self.out], dims, box), calls, instance=x)
         self.busiest += most
 
+    def _buffer_boxes(self, tensor: str, level: int, levels: list[list[Box | None]]) -> list[Box | None]:
+        """Per instance, the box whose region ``tensor``'s buffer at ``level`` holds this step.
+
+        At the default position that is the level's tile. A buffer placed
+        elsewhere (cost-model.md, "Buffer placement") holds, along each
+        dimension, the piece of the innermost loop over it outside its
+        position: level ``j``'s piece for the dimensions of the first loops
+        of level ``j`` that are outside it, the level-``(j-1)`` piece for the
+        others (:func:`mapsearch.sim.placed.buffer_stream`). Placement is legal only without spatial
+        splits (one instance per level).
+        """
+        stream, outside = self.placement[(tensor, level)]
+        if outside is None:
+            return levels[stream]
+        inner, outer = levels[stream][0], levels[stream - 1][0]
+        return [tuple(inner[k] if d in outside else outer[k] for k, d in enumerate(self.w.dims))]
+
     def _evict_all(self, moving: list[tuple[str, int, int]]) -> None:
         """Evictions, innermost level first, tensors in workload order, grouped per (tensor, level)."""
         by_pair: dict[tuple[str, int], list[int]] = {}
@@ -376,7 +395,7 @@ class _EventReplay:
             for t, i in self.kept:  # outermost level first
                 up = self.keeper[(t, i)]
                 flushable = self.w.is_output(t) and up != self.s.home(t)
-                for x, box in enumerate(levels[i]):
+                for x, box in enumerate(self._buffer_boxes(t, i, levels)):
                     held = self.held.get((t, i, x))
                     if box is not None:
                         w = region_of(self.access[t], dims, box)

@@ -273,6 +273,10 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
         from mapsearch.sim.walk_spatial import count_spatial
 
         return count_spatial(schedule)
+    if schedule.placed:
+        from mapsearch.sim.placed import count_placed
+
+        return count_placed(schedule, chunk)
     wl = schedule.workload
     arch = schedule.architecture
     depth = arch.depth

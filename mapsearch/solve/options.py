@@ -49,7 +49,7 @@ class SolveOptions:
     dram_rows: str = "off"
     dram_layouts: tuple[tuple[str, LayoutSpec], ...] = ()
     max_dram_rows: int | None = None
-    placement: bool = False  # TRANSIENT: on once the replay counts placed buffers
+    placement: bool = True
 
     @property
     def models_dram_rows(self) -> bool:

@@ -72,7 +72,7 @@ def expected(schedule: Schedule, densities: Mapping[str, object], formats: Mappi
     else:
         dens[out] = Dense()
 
-    def counts(t, i, keys, lo, hi):
+    def counts(t, space, keys, lo, hi):
         return dens[t].region_counts(lo, hi).astype(np.float64)
 
     acc = walk_words(schedule, formats, counts, None, dtype=np.float64)

@@ -33,6 +33,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.placed import buffer_pieces, buffer_stream
 from mapsearch.sim.walk import CHUNK, piece_tables, tile_chunks
 from mapsearch.sparse.format import Format, dense, words
 from mapsearch.sparse.partition import Partition
@@ -123,16 +124,19 @@ def _axis_dims(schedule: Schedule, tensor: str) -> tuple[str, ...]:
     return tuple(ix.dims[0] for ix in acc.indices)
 
 
-RegionCounts = Callable[[str, int, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+RegionCounts = Callable[[str, tuple, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def walk_words(schedule: Schedule, formats: Mapping[str, Format], region_counts: RegionCounts,
                keep_tile: Callable[[int, np.ndarray], np.ndarray] | None = None, chunk: int = CHUNK, dtype=np.int64):
     """Per link (top first) and tensor: payload/metadata words down and up, over the schedule's entries.
 
-    ``region_counts(tensor, level, keys, lo, hi)`` gives ``D`` (``(n, ndim)``)
-    of the entered boxes ``[lo, hi)``. ``keep_tile(level, pid)`` (optional)
-    masks the tiles a level visits (tile skipping).
+    ``region_counts(tensor, space, keys, lo, hi)`` gives ``D`` (``(n, ndim)``)
+    of the entered boxes ``[lo, hi)``; ``keys`` number the regions within
+    ``space = (stream level, dims read at it)`` (:func:`~mapsearch.sim.placed.buffer_stream`),
+    the pieces the buffer holds. ``keep_tile(level, pid)`` (optional)
+    masks the tiles a level visits (tile skipping): a skipped level-``j``
+    tile is a step no buffer on level ``j``'s stream sees.
     """
     from mapsearch.sim.spatial import has_splits
 
@@ -144,21 +148,26 @@ def walk_words(schedule: Schedule, formats: Mapping[str, Format], region_counts:
     tables = piece_tables(schedule)
     dim_index = {d: k for k, d in enumerate(tables.dims)}
     acc = {(j, t): [0, 0, 0, 0] for j in range(depth) for t in names}  # payload_down, meta_down, payload_up, meta_up
+    # Each kept buffer walks the tile stream of the level that moves it (its own, unless placed elsewhere).
+    streams: dict[int, dict[tuple[str, int], dict]] = {}
     for i in range(1, depth):
-        kept = [t for t in names if schedule.keeps(t, i)]
-        if not kept:
-            continue
-        state = {}
-        for t in kept:
+        for t in names:
+            if not schedule.keeps(t, i):
+                continue
+            j, outside = buffer_stream(schedule, t, i)
             ks = [dim_index[d] for d in _axis_dims(schedule, t)]
-            state[t] = dict(ks=ks, radix=tuple(tables.count(i, k) for k in ks), prev=None, seen=np.zeros(0, _I64),
-                            sums=[dtype(0)] * 4, fmt=formats.get(t) or dense(len(ks)), out=wl.is_output(t))
-        for pid in tile_chunks(schedule, tables, i, chunk):
+            pieces = buffer_pieces(tables, j, outside)
+            streams.setdefault(j, {})[(t, i)] = dict(
+                ks=ks, pieces=pieces, space=(j, outside), radix=tuple(pieces.radix[k] for k in ks), prev=None, seen=np.zeros(0, _I64),
+                sums=[dtype(0)] * 4, fmt=formats.get(t) or dense(len(ks)), out=wl.is_output(t))
+    for j, state in sorted(streams.items()):
+        for chunk_pid in tile_chunks(schedule, tables, j, chunk):
             if keep_tile is not None:
-                pid = pid[:, keep_tile(i, pid)]
-                if pid.shape[1] == 0:
+                chunk_pid = chunk_pid[:, keep_tile(j, chunk_pid)]
+                if chunk_pid.shape[1] == 0:
                     continue
-            for t, s in state.items():
+            for (t, i), s in state.items():
+                pid = s["pieces"].lift(chunk_pid)
                 ks = s["ks"]
                 key = np.ravel_multi_index(tuple(pid[k] for k in ks), s["radix"]) if ks else np.zeros(pid.shape[1], _I64)
                 change = np.empty(len(key), bool)
@@ -169,9 +178,9 @@ def walk_words(schedule: Schedule, formats: Mapping[str, Format], region_counts:
                 if len(at) == 0:
                     continue
                 ek = key[at]
-                lo = np.array([tables.start[i][k][pid[k, at]] for k in ks], _I64).reshape(len(ks), len(at))
-                ext = np.array([tables.size[i][k][pid[k, at]] for k in ks], _I64).reshape(len(ks), len(at))
-                D = region_counts(t, i, ek, lo, lo + ext)
+                lo = np.array([s["pieces"].start[k][pid[k, at]] for k in ks], _I64).reshape(len(ks), len(at))
+                ext = np.array([s["pieces"].size[k][pid[k, at]] for k in ks], _I64).reshape(len(ks), len(at))
+                D = region_counts(t, s["space"], ek, lo, lo + ext)
                 pay, meta = words(s["fmt"], ext, D)
                 if not s["out"]:
                     s["sums"][0] += pay.sum()
@@ -187,11 +196,12 @@ def walk_words(schedule: Schedule, formats: Mapping[str, Format], region_counts:
                     s["seen"] = np.union1d(s["seen"], ek)
                     s["sums"][0] += pay[again].sum()
                     s["sums"][1] += meta[again].sum()
-        for t, s in state.items():
+    for state in streams.values():
+        for (t, i), s in state.items():
             src = schedule.keeper_above(t, i)
-            for j in range(src + 1, i + 1):
+            for link in range(src + 1, i + 1):
                 for q in range(4):
-                    acc[(j, t)][q] += s["sums"][q]
+                    acc[(link, t)][q] += s["sums"][q]
     return acc
 
 
@@ -221,13 +231,13 @@ class _RegionStats:
         self.dim_index = {d: k for k, d in enumerate(self.tables.dims)}
         self.cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def table(self, t: str, i: int):
-        if (t, i) not in self.cache:
+    def table(self, t: str, space: tuple[int, frozenset[str] | None]):
+        if (t, space) not in self.cache:
             x = self.tensors[t]
             ks = [self.dim_index[d] for d in _axis_dims(self.schedule, t)]
-            tb = self.tables
-            radix = tuple(tb.count(i, k) for k in ks)
-            pid = [np.searchsorted(tb.start[i][k], x.coords[a], side="right") - 1 for a, k in enumerate(ks)]
+            pieces = buffer_pieces(self.tables, *space)
+            radix = tuple(pieces.radix[k] for k in ks)
+            pid = [np.searchsorted(pieces.start[k], x.coords[a], side="right") - 1 for a, k in enumerate(ks)]
             key = np.ravel_multi_index(tuple(pid), radix) if ks else np.zeros(x.nnz, _I64)
             order = np.lexsort(tuple(x.coords[::-1]) + (key,)) if x.nnz else np.zeros(0, _I64)
             key, c = key[order], x.coords[:, order]
@@ -243,15 +253,15 @@ class _RegionStats:
                 if n > 1:
                     new[1:] |= c[k, 1:] != c[k, :-1]
                 D[:, k] = np.bincount(region, weights=new, minlength=len(first)).astype(_I64) if n else 0
-            self.cache[(t, i)] = (key[first], D)
-        return self.cache[(t, i)]
+            self.cache[(t, space)] = (key[first], D)
+        return self.cache[(t, space)]
 
-    def __call__(self, t, i, keys, lo, hi):
+    def __call__(self, t, space, keys, lo, hi):
         nd = lo.shape[0]
         fmt = self.formats.get(t)
         if fmt is None or not fmt.compressed:
             return np.zeros((len(keys), nd), _I64)  # an uncompressed format needs only the extents
-        uk, D = self.table(t, i)
+        uk, D = self.table(t, space)
         if len(uk) == 0:
             return np.zeros((len(keys), nd), _I64)
         pos = np.minimum(np.searchsorted(uk, keys), len(uk) - 1)
@@ -260,7 +270,7 @@ class _RegionStats:
 
     def nonempty(self, t: str, i: int, pid: np.ndarray) -> np.ndarray:
         """Mask of level-``i`` tiles (piece ids ``pid``) whose region of ``t`` holds a nonzero."""
-        uk, _ = self.table(t, i)
+        uk, _ = self.table(t, (i, None))
         ks = [self.dim_index[d] for d in _axis_dims(self.schedule, t)]
         radix = tuple(self.tables.count(i, k) for k in ks)
         key = np.ravel_multi_index(tuple(pid[k] for k in ks), radix)

@@ -201,3 +201,27 @@ def random_schedules(draw):
 @given(random_schedules())
 def test_random_schedules_match_the_replay(s):
     assert_faithful(s)
+
+
+@st.composite
+def placed_schedules(draw):
+    """A random schedule whose buffers sit at random legal positions (cost-model.md, "Buffer placement")."""
+    from dataclasses import replace
+
+    s = draw(random_schedules())
+    D, J = len(s.workload.dims), len(s.levels) - 1
+    positions: dict[int, list[tuple[str, int]]] = {i: [] for i in range(len(s.levels))}
+    for t in s.workload.tensor_names:
+        kept = [i for i in range(len(s.levels)) if s.keeps(t, i)]
+        spots = sorted(draw(st.lists(st.integers(0, J * D), min_size=len(kept), max_size=len(kept))))
+        for i, p in zip(kept, spots):  # non-decreasing going inward: the nesting rule
+            if p != i * D:
+                positions[i].append((t, p))
+    levels = tuple(replace(lm, positions=tuple(sorted(positions[i]))) for i, lm in enumerate(s.levels))
+    return replace(s, levels=levels)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placed_schedules())
+def test_placed_buffers_move_where_the_replay_moves_them(s):
+    assert_faithful(s)

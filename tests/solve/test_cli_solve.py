@@ -2,8 +2,11 @@
 
 Reference: the contract's worked example (Z = A x B, M = N = K = 4, L0 holds
 12 words, one shared line at 1 clock per word, scalar MAC at 1 clock). Its
-optimum, time 80 (and 80 words), is checked here against a brute force over
-every L0 tiling and loop order, replayed in the simulator.
+optimum is time 64 and 64 words (100% utilization: B's L0 buffer holds a
+4 x 2 strip placed outside the m and k loops, cost-model.md "Buffer
+placement"); with every buffer at its default position it is time 80 and 80
+words (``--no-placement``). Both are checked here against brute forces over
+every L0 tiling, loop order (and buffer position), replayed in the simulator.
 """
 
 from __future__ import annotations
@@ -88,38 +91,56 @@ def brute_force_worked_example() -> tuple[Fraction, int]:
     return best
 
 
-def test_brute_force_agrees_the_optimum_is_80():
+def test_brute_force_agrees_the_default_position_optimum_is_80():
     assert brute_force_worked_example() == (80, 80)
 
 
-def test_worked_example_json_is_optimal_at_80(worked_json):
+def test_brute_force_over_positions_agrees_the_optimum_is_64():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import brute_force_placement as bp
+
+    w, a, _ = load_problem(MATMUL, ARCH)
+    assert bp.brute_force_placed(w, a, "all")[0] == (64, 64)
+
+
+def test_worked_example_json_is_optimal_at_64(worked_json):
     r = worked_json
-    assert r["status"] == "OPTIMAL"
+    assert r["status"] == "OPTIMAL" and r["family_restrictions"] == []
     assert r["objective"] == "time"
-    assert r["time"] == 80 and r["words_total"] == 80 and r["compute_time"] == 64
-    assert r["utilization"] == pytest.approx(0.8)
+    assert r["time"] == 64 and r["words_total"] == 64 and r["compute_time"] == 64
+    assert r["utilization"] == 1.0
     assert [(p["name"], p["status"], p["value"], p["bound"]) for p in r["phases"]] == [
-        ("time", "OPTIMAL", 80, 80), ("words", "OPTIMAL", 80, 80)]
-    assert (r["objective_value"], r["objective_bound"], r["gap"]) == (80, 80, 0.0)
+        ("time", "OPTIMAL", 64, 64), ("words", "OPTIMAL", 64, 64)]
+    assert (r["objective_value"], r["objective_bound"], r["gap"]) == (64, 64, 0.0)
     assert r["predicted_equals_replayed"] is True and r["mismatches"] == []
     assert r["solve_seconds"] > 0
     # the replay report's keys are all there
     for key in ("utilization", "mac_efficiency", "time", "compute_time", "op_calls", "macs", "words_total", "links",
                 "occupancy", "bound", "exact"):
         assert key in r
-    assert r["occupancy"][1] == {"level": "L0", "words": 12, "capacity": 12}
+    # A 1 word + B's 4 x 2 strip + Z 2 words
+    assert r["occupancy"][1] == {"level": "L0", "words": 11, "capacity": 12}
     binding = {(b["kind"], b["name"]): b for b in r["binding"]}
     cap = binding[("capacity", "L0")]
-    assert (cap["value"], cap["limit"], cap["slack"], cap["tight"]) == (12, 12, 0, True)
+    assert (cap["value"], cap["limit"], cap["slack"], cap["tight"]) == (11, 12, 1, False)
     assert binding[("link", "L1->L0")]["tight"] is True
-    assert binding[("compute", "op")]["slack"] == 16 and binding[("compute", "op")]["tight"] is False
+    assert binding[("compute", "op")]["slack"] == 0 and binding[("compute", "op")]["tight"] is True
     assert r["space"]["size"] > 0 and r["space"]["pinned"] == [] and r["space"]["reduced"] is False
     sched = r["schedule"]
-    assert sched["format"] == "mapsearch-schedule" and sched["predicted"]["links"][0]["time"] == 80
+    assert sched["format"] == "mapsearch-schedule" and sched["predicted"]["links"][0]["time"] == 64
     l0 = sched["levels"][1]
-    tile = l0["tile"]
-    assert tile["m"] * tile["k"] + tile["k"] * tile["n"] + tile["m"] * tile["n"] <= 12
     assert sorted(l0["keep"]) == ["A", "B", "Z"]
+    assert l0["positions"], "64 clocks need a buffer placed outside its level's loops"
+
+
+def test_default_positions_only_is_optimal_in_family_at_80():
+    proc = run_cli("solve", MATMUL, ARCH, "--json", "--no-placement")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["status"] == "OPTIMAL_IN_FAMILY"
+    assert r["family_restrictions"] == ["buffer placement: default positions only (turned off)"]
+    assert (r["time"], r["words_total"], r["occupancy"][1]["words"]) == (80, 80, 12)
+    assert "positions" not in r["schedule"]["levels"][1]
 
 
 def test_output_is_accepted_by_replay_check(tmp_path):
@@ -129,13 +150,13 @@ def test_output_is_accepted_by_replay_check(tmp_path):
     check = run_cli("replay", str(out), "--check", "--json")
     assert check.returncode == 0, check.stderr
     report = json.loads(check.stdout)
-    assert report["check"]["ok"] is True and report["time"] == 80
+    assert report["check"]["ok"] is True and report["time"] == 64
 
 
 def test_text_report_has_the_side_by_side_table(capsys):
     assert cli.main(["solve", MATMUL, ARCH]) == 0
     out = capsys.readouterr().out
-    assert "status: OPTIMAL: time 80 clocks (bound 80), then words 80 words (bound 80); gap 0.00%" in out
+    assert "status: OPTIMAL: time 64 clocks (bound 64), then words 64 words (bound 64); gap 0.00%" in out
     assert "predicted vs replayed (count mode):" in out
     table = out[out.index("predicted vs replayed"):out.index("what binds")]
     assert "\u2717" not in table
@@ -143,13 +164,15 @@ def test_text_report_has_the_side_by_side_table(capsys):
     for quantity in ("L1->L0 words down", "L1->L0 words up", "L1->L0 time", "op calls", "compute time", "time",
                      "utilization", "MAC efficiency", "occupancy L0 (capacity 12)"):
         assert quantity in rows, quantity
-    assert rows["L1->L0 words down"].split()[-3:] == ["64", "64", "\u2713"]
-    assert rows["utilization"].split()[-1] == "\u2713" and "0.8 = 80.00%" in rows["utilization"]
-    assert "A words down/up" in table and "32 / 0" in table
-    # the loop nest, the binding and the search space
-    assert "L0: tile m=" in out and "keeps A, B, Z" in out and "for " in out
-    assert "what binds:\n  capacity of L0: 12 of 12 words (full)" in out
-    assert "slack of the rest:\n  compute: 64 clocks of 80 (slack 16 clocks)" in out
+    assert rows["L1->L0 words down"].split()[-3:] == ["48", "48", "\u2713"]
+    assert rows["utilization"].split()[-1] == "\u2713" and "1 = 100.00%" in rows["utilization"]
+    assert "A words down/up" in table and "32 / 0" in table and "16 / 0" in table
+    # the loop nest with B's buffer where it sits, the binding and the search space
+    assert "L0: tile m=1 n=2 k=1" in out and "keeps A, B (placed above), Z" in out and "for " in out
+    assert "[L0 buffer of B sits here" in out
+    assert "what binds:\n  link L1->L0: 64 clocks, 100.0% of the time (bottleneck)" in out
+    assert "compute: 64 clocks of 64 (the bound: 100% utilization)" in out
+    assert "slack of the rest:\n  capacity of L0: 11 of 12 words, 1 free" in out
     assert "search space: " in out
 
 
@@ -161,16 +184,16 @@ def test_data_mode_checks_the_values():
 
 
 def test_energy_objective_with_link_and_op_costs(capsys):
-    # 2 per word on the one link, 1/2 per call: 2 * 80 words + 64 / 2 = 192
+    # 2 per word on the one link, 1/2 per call: 2 * 64 words + 64 / 2 = 160
     assert cli.main(["solve", MATMUL, ARCH, "--objective", "energy", "--link-energy", "L1->L0=2", "--op-energy", "1/2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert (report["status"], report["objective"], report["objective_value"]) == ("OPTIMAL", "energy", 192)
+    assert (report["status"], report["objective"], report["objective_value"]) == ("OPTIMAL", "energy", 160)
 
 
 def test_words_with_min_utilization(capsys):
     assert cli.main(["solve", MATMUL, ARCH, "--objective", "words", "--min-utilization", "4/5", "--workers", "2", "--seed", "3", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["objective_value"] == 80 and report["utilization"] >= 0.8
+    assert report["objective_value"] == 64 and report["utilization"] >= 0.8
 
 
 # ------------------------------------------------------------- errors: exit 2, one line
@@ -297,7 +320,7 @@ def test_feasible_result_is_prominent_with_bound_and_gap(monkeypatch, capsys, tm
     captured = capsys.readouterr()
     assert captured.out.splitlines()[2] == (
         "*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best words found 90, bound 60, gap 33.33% ***")
-    assert "status: FEASIBLE: time 80 clocks (bound 80), then words 90 words (bound 60); gap 33.33%" in captured.out
+    assert "status: FEASIBLE: time 64 clocks (bound 64), then words 90 words (bound 60); gap 33.33%" in captured.out
     assert "FEASIBLE, not proven optimal" in captured.err and "bound 60" in captured.err
     assert out.exists()
 
@@ -312,7 +335,7 @@ def test_time_phase_only_says_words_were_not_minimised(monkeypatch, capsys):
     assert cli.main(["solve", MATMUL, ARCH]) == 0
     out = capsys.readouterr().out
     assert "*** WORDS NOT MINIMISED" in out
-    assert "status: OPTIMAL: time 80 clocks (bound 80); gap 0.00%" in out
+    assert "status: OPTIMAL: time 64 clocks (bound 64); gap 0.00%" in out
 
 
 def test_timeout_exits_3_with_the_bound(monkeypatch, capsys):
@@ -345,9 +368,9 @@ def test_replay_mismatch_exits_1_and_writes_nothing(monkeypatch, capsys, tmp_pat
     err = captured.err.splitlines()
     assert err[0].startswith("mapsearch: REPLAY MISMATCH: the count replay disagrees")
     assert "mapsearch: REPLAY MISMATCH in op_calls: predicted 64, replayed 66" in err
-    assert "mapsearch: REPLAY MISMATCH in links[L1->L0].words_down: predicted 64, replayed 65" in err
-    assert "mapsearch: REPLAY MISMATCH in links[L1->L0].time: predicted 80, replayed 81" in err
-    assert "mapsearch: REPLAY MISMATCH in time: predicted 80, replayed 81" in err
+    assert "mapsearch: REPLAY MISMATCH in links[L1->L0].words_down: predicted 48, replayed 49" in err
+    assert "mapsearch: REPLAY MISMATCH in links[L1->L0].time: predicted 64, replayed 65" in err
+    assert "mapsearch: REPLAY MISMATCH in time: predicted 64, replayed 65" in err
     assert "\u2717" in captured.out  # the table marks the rows
     assert not out.exists()
     assert not list(tmp_path.iterdir())

@@ -58,14 +58,24 @@ def test_tile_limits_that_overflow_l0_are_named():
 
 
 def test_full_utilization_is_out_of_reach():
-    # the optimum time is 80 > 64 compute clocks, so utilization 1 conflicts with L0's capacity
+    # With L0 at 8 words the optimum time is 80 > 64 compute clocks (brute force over every
+    # tiling, order and buffer position: tests/solve/test_cli_solve.py uses the same example),
+    # so utilization 1 conflicts with L0's capacity.
     with pytest.raises(InfeasibleError) as info:
-        solve(worked(), Constraints(), SolveOptions(objective="words", min_utilization=Fraction(1), time_limit=10))
+        solve(worked(8), Constraints(), SolveOptions(objective="words", min_utilization=Fraction(1), time_limit=10))
     assert "utilization >= 1" in info.value.core and "capacity of L0" in info.value.core
 
 
-def test_cli_min_utilization_conflict_is_one_line(capsys):
-    assert cli.main(["solve", MATMUL, ARCH, "--objective", "words", "--min-utilization", "1"]) == 2
+def test_full_utilization_in_reach_with_12_words():
+    # 12 words reach 64 clocks: B's buffer holds a 4 x 2 strip placed outside the m and k loops.
+    result = solve(worked(), Constraints(), SolveOptions(objective="words", min_utilization=Fraction(1), time_limit=10))
+    assert result.schedule.predicted.utilization == 1 and result.schedule.placed
+
+
+def test_cli_min_utilization_conflict_is_one_line(capsys, tmp_path):
+    arch = tmp_path / "arch8.yaml"
+    arch.write_text(Path(ARCH).read_text().replace("capacity: 12", "capacity: 8"))
+    assert cli.main(["solve", MATMUL, str(arch), "--objective", "words", "--min-utilization", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mapsearch: infeasible: ")
     assert "utilization >= 1" in err[0] and "capacity of L0" in err[0]

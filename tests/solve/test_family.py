@@ -71,3 +71,10 @@ def test_truly_infeasible_stays_infeasible() -> None:
         solve(Problem(w, two_level(2)))
     assert not isinstance(info.value, NoScheduleInFamily)
     assert "capacity of L0" in str(info.value) or "L0" in str(info.value)
+
+
+def test_placement_turned_off_is_a_named_restriction() -> None:
+    w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 4, "n": 4, "k": 4})
+    result = solve(Problem(w, two_level(12)), options=SolveOptions(placement=False))
+    assert result.status == "OPTIMAL_IN_FAMILY"
+    assert result.family_restrictions == ("buffer placement: default positions only (turned off)",)

@@ -72,11 +72,14 @@ def test_worked_example_figures_as_the_contract_states() -> None:
     assert g.time == 96
 
 
-def test_worked_example_solver_optimum() -> None:
-    result = solve(Problem(EXAMPLE, EXAMPLE_ARCH))
-    assert result.status == "OPTIMAL" and result.gap == 0
-    # Time 80 (utilization 4/5), as the contract's m,n,k schedule; nothing faster fits in 12 words,
-    # and no 80-clock schedule moves fewer than 80 words.
+EVEN = SolveOptions(placement=False)  # every buffer at its level's default position: tests/brute_force.py's family
+
+
+def test_worked_example_solver_optimum_with_default_positions() -> None:
+    result = solve(Problem(EXAMPLE, EXAMPLE_ARCH), options=EVEN)
+    assert result.status == "OPTIMAL_IN_FAMILY" and result.gap == 0
+    # Time 80 (utilization 4/5), as the contract's m,n,k schedule; nothing faster fits in 12 words
+    # with every buffer holding its level tile, and no 80-clock schedule moves fewer than 80 words.
     assert values(result) == (Fraction(80), Fraction(80))
     assert result.schedule.predicted.utilization == Fraction(4, 5)
     assert values(result) == bf.brute_force(EXAMPLE, EXAMPLE_ARCH).value
@@ -149,9 +152,9 @@ def both(*preds):
 
 def check_constrained(w: Workload, a: Architecture, spec: dict, accept, homes=(), binds: bool | None = None) -> None:
     constraints = constraints_from_dict(spec, "test")
-    free = solve(Problem(w, a, homes))
-    result = solve(Problem(w, a, homes), constraints)
-    assert result.status == "OPTIMAL"
+    free = solve(Problem(w, a, homes), options=EVEN)
+    result = solve(Problem(w, a, homes), constraints, options=EVEN)
+    assert result.proven
     assert accept(result.schedule), f"the schedule breaks {spec}: {result.schedule.levels}"
     replays_as_predicted(result.schedule)
     assert values(result) >= values(free)

@@ -30,7 +30,7 @@ from mapsearch.dram.layout import LayoutSpec
 from mapsearch.model.problem import Problem
 from mapsearch.report.dram_rows import dram_rows_check
 from mapsearch.sim.dram_trace import row_activations, row_openings
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Level, Link
 from mapsearch.spec.load import load_problem, load_workload

@@ -37,10 +37,10 @@ def point(args: tuple[int, int, int, str, float]) -> dict:
     mn, kp, l1, arch_path, limit = args
     from mapsearch.presets import resolve_architecture
     from mapsearch.schedule.figures import differences
-    from mapsearch.sim.fused import replay_unfused
+    from mapsearch.sim.replay import replay_unfused
     from mapsearch.sim.replay import replay
     from mapsearch.solve.chain import solve_fused, solve_unfused
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.model.options import SolveOptions
     from mapsearch.spec.workload import WorkloadGraph
 
     arch, _ = resolve_architecture(arch_path)

@@ -14,7 +14,7 @@ the utilization, the replay check (``ok`` = the count-mode replay agrees with
 the prediction in every figure; ``skip`` when the schedule has more innermost
 tiles than ``--replay-max-tiles``, since the walk is about linear in them),
 and the ratio of words to the lower bound of
-:mod:`mapsearch.report.lower_bound`.
+:mod:`mapsearch.model.lower_bound`.
 
 Which link the ratio is about, and why: the **innermost link** (into L0,
 the cache next to compute) against ``io_lower_bound(workload, capacity(L0))``.
@@ -52,13 +52,14 @@ sys.path.insert(0, str(ROOT))
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
-from mapsearch.report.lower_bound import io_lower_bound_detail  # noqa: E402
+from mapsearch.model.lower_bound import io_lower_bound_detail  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture  # noqa: E402
-from mapsearch.spec.load import _error, _note, load_architecture, read_yaml, workload_from_dict  # noqa: E402
+from mapsearch.spec.load import load_architecture, workload_from_dict  # noqa: E402
+from mapsearch.spec.reading import _error, _note, read_yaml  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 
 
@@ -110,7 +111,7 @@ def resolve_architecture(name_or_path: str) -> Architecture:
 
 def innermost_tiles(schedule) -> int:
     """How many L0 tiles the schedule visits (the replay walk's work is about linear in it)."""
-    from mapsearch.sim.walk import piece_tables
+    from mapsearch.sim.pieces import piece_tables
 
     tables = piece_tables(schedule)
     last = len(schedule.levels) - 1

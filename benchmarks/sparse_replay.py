@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import Dense, Uniform, csr, replay_sparse, uniform_slice
 from mapsearch.spec.teaal import load_teaal

@@ -21,10 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from mapsearch.model.chains import enumerate_chains, positional_footprint
+from mapsearch.model.chains import enumerate_chains
+from mapsearch.model.footprints import positional_footprint
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import NofM, csr
 from mapsearch.sparse.model import expected

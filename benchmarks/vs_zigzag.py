@@ -79,7 +79,7 @@ from mapsearch.schedule.figures import Figures, differences  # noqa: E402
 from mapsearch.schedule.legality import violations  # noqa: E402
 from mapsearch.schedule.schedule import LevelMapping, Schedule  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SHARED, Architecture  # noqa: E402
 from mapsearch.spec.load import load_architecture  # noqa: E402

@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-from mapsearch.errors import SpecError
+from mapsearch.budget import aborted
+from mapsearch.errors import Interrupted, SpecError
 
 
 @contextmanager
@@ -36,6 +37,8 @@ def atomic_open(path: str | Path, encoding: str = "utf-8", newline: str | None =
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
+        if aborted():  # a second Ctrl-C (mapsearch/solve/interrupt.py): the user wants nothing written
+            raise Interrupted(f"aborted; {path} not written")
         os.replace(tmp, target)
     except BaseException as e:
         try:
@@ -45,6 +48,18 @@ def atomic_open(path: str | Path, encoding: str = "utf-8", newline: str | None =
         if isinstance(e, OSError):
             raise _cannot_write(path, e) from None
         raise
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail now, before any work, if ``path`` cannot become a file: a directory, or a parent that is not one."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise SpecError(str(path), "", "", detail="cannot write: is a directory")
+    if not parent.exists():
+        raise SpecError(str(path), "", "", detail=f"cannot write: no directory {parent}")
+    if not parent.is_dir():
+        raise SpecError(str(path), "", "", detail=f"cannot write: {parent} is not a directory")
 
 
 def _cannot_write(path: str | Path, e: OSError) -> SpecError:

@@ -6,6 +6,23 @@ else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import math
+
+
+def short_repr(value: object, limit: int | None = None) -> str:
+    """``repr`` on one line (cut to ``limit`` characters); a huge int by its number of digits.
+
+    Python refuses to turn an int of more than 4,300 digits into text, and a
+    message must never fail while it reports bad input.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an int of {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        text = repr(value).replace("\n", " ")
+    except ValueError:  # a huge int nested in a list or a mapping
+        text = f"a {type(value).__name__} holding an int too long to print"
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
 
 class MapsearchError(Exception):
     """Base class of every error the tool raises deliberately."""
@@ -28,8 +45,20 @@ class SpecError(MapsearchError):
         if detail is not None:
             message = f"{where}: {detail}"
         else:
-            message = f"{where}: expected {expected}, got {got!r}"
+            message = f"{where}: expected {expected}, got {short_repr(got)}"
         super().__init__(message)
+
+
+class UsageError(MapsearchError):
+    """An option's value out of range (a command-line flag or an API argument); one line naming the option.
+
+    >>> str(UsageError("--time-limit", "seconds > 0", -1))
+    '--time-limit: expected seconds > 0, got -1'
+    """
+
+    def __init__(self, option: str, expected: str, got: object):
+        self.option = option
+        super().__init__(f"{option}: expected {expected}, got {got!r}")
 
 
 class ScheduleError(MapsearchError):
@@ -56,11 +85,21 @@ class SolverTimeout(MapsearchError):
     """The solver ran out of time before finding any schedule."""
 
 
-class ReplayMismatch(MapsearchError):
-    """Predicted and replayed figures differ: names the field and both values."""
+class Interrupted(MapsearchError):
+    """The user stopped the work (Ctrl-C) before there was anything to report; the CLI exits 130."""
 
-    def __init__(self, field: str, predicted: object, replayed: object):
+
+class ReplayMismatch(MapsearchError):
+    """Predicted and replayed figures differ: names the (first) field and both values.
+
+    ``mismatches`` holds every ``(field, predicted, replayed)`` that differs.
+    """
+
+    def __init__(self, field: str, predicted: object, replayed: object,
+                 mismatches: tuple[tuple[str, object, object], ...] = ()):
         self.field = field
         self.predicted = predicted
         self.replayed = replayed
-        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}")
+        self.mismatches = mismatches or ((field, predicted, replayed),)
+        more = f" (and {len(self.mismatches) - 1} more field(s))" if len(self.mismatches) > 1 else ""
+        super().__init__(f"replay mismatch in {field}: predicted {predicted}, replayed {replayed}{more}")

@@ -6,10 +6,11 @@ enumerates, straight from the contract (``shared/spec/cost-model.md``) and
 the family that ``mapsearch/model/problem.py`` documents:
 
 - every tile extent chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension
-  (all integers, not only divisors). A dimension of extent 1 and a *filter*
-  dimension of an affine axis (every dimension of a multi-dimension axis
-  except its *carrier*, the one of largest extent, ties to the first listed)
-  is held whole at every level: that is the family the solver covers;
+  (all integers, not only divisors), both dimensions of a filter window
+  (an axis over two dimensions) included. A dimension of extent 1, and in
+  an axis over three or more dimensions every one but its *carrier* (the
+  one of largest extent, ties to the first listed), is held whole at every
+  level: that is the family the solver covers with default positions;
 - every loop order of every level below the top. Dimensions that do not
   advance at a level (``T_i == T_{i-1}``: one trip in every context) are
   placed innermost in workload order: permuting them changes no step of the
@@ -85,12 +86,13 @@ def replay_figures(schedule: Schedule) -> Figures:
 
 
 def pinned_dims(w: Workload) -> frozenset[str]:
-    """Dims held whole at every level: extent 1, and the non-carriers of multi-dim axes."""
+    """Dims held whole at every level: extent 1, and the non-carriers of axes over three or more
+    dims of extent > 1 (an axis over two, a filter window, is split along both)."""
     ext = w.extent
     out = {d for d, e in w.extents if e == 1}
     for t in w.tensors:
         for ix in t.indices:
-            if len(ix.terms) > 1:
+            if sum(ext[d] > 1 for d in ix.dims) > 2:
                 dims = ix.dims
                 carrier = max(dims, key=lambda d: (ext[d], -dims.index(d)))
                 out.update(d for d in dims if d != carrier)

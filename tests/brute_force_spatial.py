@@ -6,7 +6,9 @@ nothing from ``mapsearch.model`` or ``mapsearch.solve``. It enumerates,
 straight from docs/spatial.md ("What the solver searches"):
 
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
-  pinned dimensions (extent 1, filter dims of an affine axis) held whole;
+  pinned dimensions of ``tests/brute_force.py`` held whole, and the two
+  dimensions of a filter window (an input axis over two) never split
+  spatially, as the solver's family;
 - at the one meshed level ``s``, per dimension, every part extent ``P`` with
   ``T_{s-1} >= P >= T_s`` (the contract's parts: each level-``(s-1)`` piece
   ``x`` is cut into ``min(P, x - x0)`` for ``x0 = 0, P, 2P, ...``, so the
@@ -134,7 +136,10 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
     mesh = arch.levels[s].mesh
     max_factor = max(a.size for a in mesh)
     pinned = bf.pinned_dims(w)
-    per_dim = [dim_options(e, depth, s, max_factor, d in pinned) for d, e in w.extents]
+    # The solver's spatial family keeps a filter window's two dimensions temporal (a named restriction).
+    windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
+                for d in ix.dims if w.extent[d] > 1}
+    per_dim = [dim_options(e, depth, s, 1 if d in windowed else max_factor, d in pinned) for d, e in w.extents]
     combos = []
     for combo in itertools.product(*per_dim):
         split = [(d, part, f) for d, (_, part, f) in zip(w.dims, combo) if f > 1]

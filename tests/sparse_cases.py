@@ -10,7 +10,7 @@ import pytest
 
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.problem import Problem
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.sparse.solve import SparseSolveResult, solve_sparse
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload

@@ -27,7 +27,7 @@ from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import dumps_schedule, load_schedule, save_schedule
 from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import load_architecture, load_workload
 

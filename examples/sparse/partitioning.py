@@ -19,7 +19,7 @@ import numpy as np
 
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import Dense, Uniform, ciss, replay_sparse
 from mapsearch.sparse.density import power_law

@@ -28,7 +28,7 @@ import time
 
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import Dense, NofM, Uniform, csr, replay_sparse
 from mapsearch.sparse.model import expected

@@ -198,19 +198,21 @@ def _replay(schedules: Sequence[Any], mode: str = "count") -> str:
 
 
 def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path | None = None) -> dict[str, Any]:
-    """Solve ``pair`` on ``profile`` with :func:`solve_chain`; the record of its best option, replayed."""
+    """Solve ``pair`` on ``profile`` (:func:`mapsearch.solve.entry.solve_chain`, as :func:`mapsearch.api.solve_chain`);
+    the record of its best option, whose schedules alone are replayed."""
     from mapsearch.errors import MapsearchError
-    from mapsearch.solve.chain import solve_chain
-    from mapsearch.solve.options import SolveOptions
-    from mapsearch.spec.load import architecture_from_dict
+    from mapsearch.model.options import SolveOptions
+    from mapsearch.solve.entry import solve_chain
+    from mapsearch.spec.inputs import architecture_of
 
     start = _time.perf_counter()
     rec: dict[str, Any] = {"pair": pair.key, "profile": profile.name, "texts": list(pair.texts),
                            "extents": dict(pair.extents), "best": None, "status": "ERROR", "error": None,
                            "candidates": [], "replay": None, "schedule": None}
     try:
-        arch = architecture_from_dict(profile.architecture, profile.name)
-        result = solve_chain(pair.graph(), arch, {}, SolveOptions(time_limit=time_limit, workers=1, seed=0))
+        arch = architecture_of(profile.architecture, source_name=profile.name)
+        result = solve_chain(pair.graph(), arch, options=SolveOptions(time_limit=time_limit, workers=1, seed=0),
+                             replay_mode=None)
         rec["candidates"] = [[name, _plain(t), int(w)] for name, t, w in result.candidates()]
         best = result.best
     except MapsearchError as e:
@@ -241,7 +243,10 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path |
     time_phases = [p.gap for p in phases if p.name == "time"]
     rec["time_gap"] = max(time_phases) if time_phases else None
     rec["replay"] = "ok" if best == "unfused" else _replay(schedules)
-    if schedule_dir is not None and best != "unfused":
+    import mapsearch.budget as budget
+
+    stopped = budget.stopped()  # cut short by Ctrl-C: the caller drops it
+    if schedule_dir is not None and best != "unfused" and not stopped:
         schedule_dir.mkdir(parents=True, exist_ok=True)
         path = schedule_dir / f"{pair.key}-{profile.name}.json"
         _save(result, best, fused, options, path)
@@ -254,7 +259,7 @@ def _save(result, best: str, fused: dict, options: dict, path: Path) -> None:
     from mapsearch.atomic import write_text_atomic
     from mapsearch.schedule.fused_json import save_fused
     from mapsearch.schedule.json_io import _pretty
-    from mapsearch.solve.cli_chain import unfused_to_dict
+    from mapsearch.solve.chain_files import unfused_to_dict
 
     if best in fused:
         save_fused(fused[best].schedule, path)

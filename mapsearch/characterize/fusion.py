@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from mapsearch.characterize.graph import Layer, Node, lower
 from mapsearch.errors import SpecError
 
-__all__ = ["Pattern", "Registry", "default_registry", "load_registry", "fuse", "fuse_all_epilogues", "PATTERNS_FILE"]
+__all__ = ["Pattern", "Registry", "default_registry", "load_registry", "fuse", "fuse_all_epilogues", "lower_all", "PATTERNS_FILE"]
 
 PATTERNS_FILE = Path(__file__).resolve().parent / "patterns.yaml"
 
@@ -46,7 +46,7 @@ class Registry:
 
 
 def load_registry(path: str | Path = PATTERNS_FILE) -> Registry:
-    from mapsearch.spec.load import read_yaml
+    from mapsearch.spec.reading import read_yaml
 
     data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("patterns"), list):
@@ -131,3 +131,8 @@ def fuse(nodes: Sequence[Node], registry: Registry, fusion_decider: FusionDecide
         layers.append(layer)
     del by_name
     return layers
+
+
+def lower_all(nodes: Sequence[Node], registry: Any = None, fusion_decider: Any = None) -> list[Layer]:
+    """Lower every node and apply the fused patterns (see :func:`fuse`)."""
+    return fuse(nodes, registry or default_registry(), fusion_decider)

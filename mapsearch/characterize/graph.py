@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from mapsearch.errors import MapsearchError
 
-__all__ = ["Node", "Layer", "lower", "lower_all", "EINSUM_OPS", "VIEW_OPS", "BANDWIDTH_KINDS", "op_kind", "canonical_op"]
+__all__ = ["Node", "Layer", "Model", "lower", "EINSUM_OPS", "VIEW_OPS", "BANDWIDTH_KINDS", "op_kind", "canonical_op"]
 
 EINSUM_OPS = ("conv", "linear", "matmul")
 VIEW_OPS = ("view",)
@@ -47,6 +47,7 @@ _KINDS = {
     "add": "elementwise", "sub": "elementwise", "mul": "elementwise", "div": "elementwise", "scale": "elementwise",
     "bias": "elementwise", "where": "elementwise", "concat": "elementwise", "pow": "elementwise", "sqrt": "elementwise",
     "batchnorm": "normalisation", "layernorm": "normalisation", "groupnorm": "normalisation", "rmsnorm": "normalisation",
+    "lrn": "normalisation",  # local response norm: x / (bias + alpha/size * sum of x^2 over nearby channels)^beta
     "maxpool": "pooling", "avgpool": "pooling", "reduce": "pooling",
     "softmax": "softmax", "embedding": "embedding",
 }
@@ -65,6 +66,11 @@ _ALIASES = {
 def canonical_op(op: str) -> str:
     op = op.lower()
     return _ALIASES.get(op, op)
+
+
+def known_ops() -> tuple[str, ...]:
+    """Every op name a layer table may use (canonical names and their aliases)."""
+    return tuple(sorted(set(EINSUM_OPS) | set(VIEW_OPS) | set(_KINDS) | set(_ALIASES)))
 
 
 def op_kind(op: str) -> str:
@@ -236,8 +242,11 @@ def lower(node: Node) -> Layer | None:
     return Layer(node.name, node.op, kind, read_words=reads, write_words=math.prod(node.output))
 
 
-def lower_all(nodes: Sequence[Node], registry: Any = None, fusion_decider: Any = None) -> list[Layer]:
-    """Lower every node and apply the fused patterns (see :func:`mapsearch.characterize.fusion.fuse`)."""
-    from mapsearch.characterize.fusion import default_registry, fuse
+@dataclass
+class Model:
+    """A network as the front ends read it: its nodes in execution order (:mod:`mapsearch.characterize.models`)."""
 
-    return fuse(nodes, registry or default_registry(), fusion_decider)
+    name: str
+    nodes: list[Node]
+    source: str
+    description: str = ""

@@ -9,17 +9,32 @@ has it), elementwise and activation ops, ``BatchNormalization``,
 ``Flatten``, ``Transpose``, ``Shape``, ``Gather`` of shapes, ``Identity``,
 ``Dropout``, ``Cast``, ...) costs nothing. Every activation must have an
 inferred static shape.
+
+Weights are never read: the model is loaded with ``load_external_data=False``
+(as ZigZag does), so a model whose weights live in external files that are
+not there (ZigZag's ``resnet18.onnx``, ``mobilenetv2.onnx``) loads; weight
+shapes come from the initializers' ``dims``.
+
+``LRN`` (local response normalisation, AlexNet's) is not an einsum: each
+output is ``x / (bias + alpha/size * sum of x^2 over size nearby channels)^beta``,
+a windowed sum of squares followed by a power and a division. It is kept as
+a bandwidth-only normalisation step (op ``lrn``: it reads its input and
+writes its output once, like ``batchnorm``), and a note is logged, so the
+model's convolutions and GEMMs are characterised and the LRN's traffic
+still counts.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from mapsearch.characterize.graph import Node
-from mapsearch.characterize.models import Model
+from mapsearch.characterize.graph import Model, Node
 from mapsearch.errors import MapsearchError
 
 __all__ = ["load_onnx", "nodes_from_onnx"]
+
+log = logging.getLogger(__name__)
 
 _OPS = {
     "Relu": "relu", "Gelu": "gelu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu": "leaky_relu", "Elu": "elu",
@@ -27,7 +42,12 @@ _OPS = {
     "LayerNormalization": "layernorm", "GroupNormalization": "groupnorm", "MaxPool": "maxpool",
     "AveragePool": "avgpool", "GlobalAveragePool": "avgpool", "GlobalMaxPool": "maxpool", "ReduceMean": "reduce",
     "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Sqrt": "sqrt", "Erf": "gelu",
-    "Where": "where", "Concat": "concat", "Exp": "pow", "Gather": "embedding",
+    "Where": "where", "Concat": "concat", "Exp": "pow", "Gather": "embedding", "LRN": "lrn",
+}
+# Ops that are not einsums but are kept as bandwidth-only steps, with why (logged once per model).
+_NOT_EINSUM = {
+    "LRN": "LRN (local response normalisation) is not an einsum (a windowed sum of squares, then a power and a "
+           "division); kept as a bandwidth-only normalisation step (reads its input, writes its output once)",
 }
 _VIEWS = {"Reshape", "Flatten", "Transpose", "Identity", "Dropout", "Squeeze", "Unsqueeze", "Shape", "Cast",
           "Constant", "ConstantOfShape", "Slice", "Expand", "Split"}
@@ -38,7 +58,8 @@ def load_onnx(path: str | Path) -> Model:
         import onnx
     except ImportError as e:
         raise MapsearchError("an ONNX model needs onnx: pip install 'mapsearch[onnx]'") from e
-    model = onnx.load(str(path))
+    # Shapes come from the graph and the initializers' dims: weights, often in external files, are never needed.
+    model = onnx.load(str(path), load_external_data=False)
     return Model(Path(path).stem, nodes_from_onnx(model), str(path), f"ONNX {path}")
 
 
@@ -57,6 +78,7 @@ def nodes_from_onnx(model) -> list[Node]:
     consts: set[str] = set(weights)
     alias: dict[str, str] = {i.name: "" for i in g.input}  # tensor -> the Node that produced it ("" = model input)
     nodes: list[Node] = []
+    noted: set[str] = set()
     readers: dict[str, int] = {}
     for n in g.node:
         for i in n.input:
@@ -113,6 +135,9 @@ def nodes_from_onnx(model) -> list[Node]:
             op = "scale"
         elif n.op_type in _OPS:
             op = _OPS[n.op_type]
+            if n.op_type in _NOT_EINSUM and n.op_type not in noted:
+                noted.add(n.op_type)
+                log.warning("ONNX node %s: %s", name, _NOT_EINSUM[n.op_type])
         else:
             raise MapsearchError(f"ONNX node {name}: op {n.op_type} is not supported")
         nodes.append(Node(name, op, in_shapes, out_shape(n), attrs, srcs))

@@ -20,6 +20,7 @@ energy per word. Every file's header cites its numbers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -75,13 +76,27 @@ class Profile:
         return self.block_macs / float(Fraction(str(compute.get("clocks_per_call", 1))))
 
 
+def _number(value: object, source: str, field: str, expected: str, least: float | None) -> float:
+    """A finite number above 0 (``least`` None) or at least ``least``; SpecError naming ``field`` otherwise."""
+    try:  # YAML reads 5.0e9 (no sign in the exponent) as text: text that is a number is taken too
+        x = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an int beyond any float
+        x = math.inf
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or (x <= 0 if least is None else x < least):
+        raise SpecError(source, field, f"a number: {expected}", value)
+    return x
+
+
 def profile_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in PROFILE_DIR.glob("*.yaml")))
 
 
 def load_profile(name_or_path: str) -> Profile:
     """A profile by name (``cpu``, ``gpu``, ``tpu``, ``kpu``; case-insensitive) or file."""
-    from mapsearch.spec.load import architecture_from_dict, architecture_to_dict, read_yaml
+    from mapsearch.spec.load import architecture_from_dict, architecture_to_dict
+    from mapsearch.spec.reading import read_yaml
 
     path = Path(name_or_path)
     from mapsearch.spec.foreign import is_foreign_file
@@ -108,9 +123,16 @@ def load_profile(name_or_path: str) -> Profile:
         arch_obj = architecture_from_dict(arch, f"{source}: architecture")
     arch_dict = architecture_to_dict(arch_obj)
     energy = data["energy_pj"] or {}
-    links = {str(k): float(v) for k, v in (energy.get("links") or {}).items()}
-    profile = Profile(str(data["name"]), arch_dict, float(data["clock_hz"]), int(data.get("word_bytes", 2)), links,
-                      float(energy.get("mac", 0.0)), data.get("preset"), list(data.get("citations") or []), source)
+    if not isinstance(energy, dict) or not isinstance(energy.get("links") or {}, dict):
+        raise SpecError(source, "energy_pj", "{links: {LINK: pJ per word}, mac: pJ}", energy)
+    links = {str(k): _number(v, source, f"energy_pj.links.{k}", "pJ per word >= 0", 0)
+             for k, v in (energy.get("links") or {}).items()}
+    word_bytes = data.get("word_bytes", 2)
+    if isinstance(word_bytes, bool) or not isinstance(word_bytes, int) or not 1 <= word_bytes <= 64:
+        raise SpecError(source, "word_bytes", "an int from 1 to 64", word_bytes)
+    profile = Profile(str(data["name"]), arch_dict, _number(data["clock_hz"], source, "clock_hz", "Hz > 0", None),
+                      word_bytes, links, _number(energy.get("mac", 0.0), source, "energy_pj.mac", "pJ >= 0", 0),
+                      data.get("preset"), list(data.get("citations") or []), source)
     missing = [l for l in profile.links if l not in links]
     if missing:
         raise SpecError(source, "energy_pj.links", f"an energy for every link ({', '.join(profile.links)})",
@@ -130,7 +152,7 @@ def profile_from_peer(path: str | Path) -> Profile:
     from mapsearch.spec.foreign import load_foreign_arch
     from mapsearch.spec.foreign.common import untranslatable
     from mapsearch.spec.load import architecture_to_dict
-    from mapsearch.spec.tree import flatten, path_constraints
+    from mapsearch.spec.tree_paths import flatten, path_constraints
     from mapsearch.spec.workload import Workload
 
     source = str(path)

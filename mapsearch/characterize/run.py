@@ -1,6 +1,6 @@
 """Characterize a model on profiles: solve each distinct einsum once per profile, add up per layer and model.
 
-:func:`characterize` lowers the model (:func:`~mapsearch.characterize.graph.lower_all`,
+:func:`characterize` lowers the model (:func:`~mapsearch.characterize.fusion.lower_all`,
 fused patterns applied), makes one sweep case per distinct (einsum text,
 extents, architecture) with :func:`mapsearch.sweep.spec.expand` -- the
 workload is named by its shape key, so the case id, a hash of the resolved
@@ -34,12 +34,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from mapsearch.budget import stopped
 from mapsearch.characterize.chains import ChainCache, Pair, choose, find_pairs, gain, solve_pair
-from mapsearch.characterize.graph import Layer, lower_all
+from mapsearch.characterize.fusion import lower_all
+from mapsearch.characterize.graph import Layer
 from mapsearch.characterize.models import Model
 from mapsearch.characterize.profiles import Profile
+
+if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
+    import pandas
 
 __all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
 
@@ -66,6 +71,21 @@ class Characterization:
     outcome: Any = None
     paths: dict[str, Path] = field(default_factory=dict)
     chains: list[dict[str, Any]] = field(default_factory=list)  # one row per (profile, pair), CHAIN_KEYS
+    tables: dict[str, Path] = field(default_factory=dict)  # layers/totals/chains CSV and JSON (report.write_outputs)
+
+    def to_dataframe(self, table: str = "layers") -> "pandas.DataFrame":
+        """``layers`` (one row per profile and layer), ``totals`` (per profile) or ``chains`` (per profile and
+        chain pair) as a DataFrame; ``links`` stays a dict per row. pandas is imported here, on first use."""
+        rows = {"layers": (self.layers, LAYER_KEYS), "totals": (self.totals, TOTAL_KEYS),
+                "chains": (self.chains, CHAIN_KEYS)}
+        if table not in rows:
+            from mapsearch.errors import UsageError
+
+            raise UsageError("table", "one of " + ", ".join(rows), table)
+        import pandas as pd
+
+        data, keys = rows[table]
+        return pd.DataFrame(data, columns=list(dict.fromkeys([*keys, *(k for r in data for k in r)])))
 
 
 def _workload_doc(layer: Layer) -> tuple[str, dict[str, Any]]:
@@ -247,11 +267,14 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
             a, b = exact[pair.first], exact[pair.second]
             separate = (a[0] + b[0], a[1] + b[1])
         rec = cache.get(pair, profile, time_limit)
-        if rec is None and solve and separate is not None:
+        if rec is None and solve and separate is not None and not stopped():
             rec = solve_pair(pair, profile, time_limit, out / "chains")
-            cache.put(pair, profile, time_limit, rec)
-            if progress is not None:
-                progress(profile, pair, rec)
+            if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
+                rec = None
+            else:
+                cache.put(pair, profile, time_limit, rec)
+                if progress is not None:
+                    progress(profile, pair, rec)
         records[pair.first] = rec
         gains[pair.first] = gain(rec, separate)
         d = {k: None for k in CHAIN_KEYS}

@@ -22,8 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Sequence
 
-from mapsearch.characterize.graph import Node
-from mapsearch.characterize.models import Model
+from mapsearch.characterize.graph import Model, Node
 from mapsearch.errors import MapsearchError
 
 __all__ = ["load_torch", "nodes_from_module"]

@@ -6,16 +6,11 @@
 - :mod:`mapsearch.dram.layout`: row-major, tiled and row-aligned layouts.
 - :mod:`mapsearch.dram.rowbuffer`: hits, misses, conflicts, activations, time.
 - :mod:`mapsearch.dram.trace`: Ramulator 1/2 and DRAMsim3 trace writers and parsers.
-- :mod:`mapsearch.sim.dram_trace`: the replay side (the address stream of a schedule, ``row_activations``).
+- :mod:`mapsearch.sim.dram_trace`: the replay side (the address stream of a schedule, ``row_activations``);
+  the options of ``mapsearch trace`` are :mod:`mapsearch.dram.options`.
 """
 
 from mapsearch.dram.geometry import CLOSED, OPEN, PRESETS, DramSpec, DramSpecError, preset, simple_dram
 
-__all__ = ["DramSpec", "DramSpecError", "PRESETS", "preset", "simple_dram", "OPEN", "CLOSED", "row_activations"]
+__all__ = ["DramSpec", "DramSpecError", "PRESETS", "preset", "simple_dram", "OPEN", "CLOSED"]
 
-
-def row_activations(*args, **kwargs):
-    """:func:`mapsearch.sim.dram_trace.row_activations` (imported on first use)."""
-    from mapsearch.sim.dram_trace import row_activations as f
-
-    return f(*args, **kwargs)

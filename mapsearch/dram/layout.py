@@ -31,6 +31,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from mapsearch.dram.geometry import DramSpec
+from mapsearch.errors import SpecError
 from mapsearch.spec.workload import Workload
 
 ROW_MAJOR = "row_major"
@@ -299,3 +300,23 @@ def layouts_from_dict(workload: Workload, dram: DramSpec, data: Mapping[str, obj
             raise LayoutError(f"layouts.{t}", f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
         specs[t] = layout_spec_from_dict(workload, t, raw, f"layouts.{t}")
     return Layouts(workload, dram, specs)
+
+
+def _spec_error(source: str, field: str, detail: str) -> SpecError:
+    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
+
+
+def layout_specs(workload, raw: object, source: str, field: str = "layouts") -> dict[str, LayoutSpec]:
+    """``{tensor: layout mapping}`` -> specs; a bad entry is one SpecError naming ``source`` and the field."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise _spec_error(source, field, f"expected a mapping tensor -> layout, got {raw!r}")
+    specs = {}
+    for t, entry in raw.items():
+        if t not in workload.tensor_names:
+            raise _spec_error(source, f"{field}.{t}", f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
+        try:
+            specs[t] = layout_spec_from_dict(workload, t, entry, f"{field}.{t}")
+        except LayoutError as e:
+            raise _spec_error(source, e.field, e.detail) from None
+    return specs

@@ -16,9 +16,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mapsearch.dram.geometry import DramSpec
-from mapsearch.dram.layout import LayoutError, Layouts, LayoutSpec, layout_spec_from_dict
+from mapsearch.dram.layout import LayoutError, Layouts, layout_specs
+from mapsearch.dram.spec import dram_from_dict
 from mapsearch.errors import SpecError
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.dram_trace import _normalise_order
+from mapsearch.spec.reading import read_yaml
+
+
+def _err(source: str, field: str, detail: str) -> SpecError:
+    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
 
 
 @dataclass
@@ -29,31 +36,8 @@ class TraceOptions:
     dram_level: int = 0
 
 
-def _err(source: str, field: str, detail: str) -> SpecError:
-    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
-
-
-def layout_specs(workload, raw: object, source: str, field: str = "layouts") -> dict[str, LayoutSpec]:
-    """``{tensor: layout mapping}`` -> specs; a bad entry is one SpecError naming ``source`` and the field."""
-    raw = raw or {}
-    if not isinstance(raw, Mapping):
-        raise _err(source, field, f"expected a mapping tensor -> layout, got {raw!r}")
-    specs = {}
-    for t, entry in raw.items():
-        if t not in workload.tensor_names:
-            raise _err(source, f"{field}.{t}", f"unknown tensor; expected one of {', '.join(workload.tensor_names)}")
-        try:
-            specs[t] = layout_spec_from_dict(workload, t, entry, f"{field}.{t}")
-        except LayoutError as e:
-            raise _err(source, e.field, e.detail) from None
-    return specs
-
-
 def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: str = "<options>",
                   dram_override: DramSpec | None = None) -> TraceOptions:
-    from mapsearch.dram.spec import dram_from_dict
-    from mapsearch.sim.dram_trace import _normalise_order
-
     data = dict(data or {})
     for key in data:
         if key not in ("dram", "layouts", "element_order", "dram_level"):
@@ -84,8 +68,6 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
 def load_trace_options(schedule: Schedule, path: str | Path | None, dram_override: DramSpec | None = None) -> TraceOptions:
     if path is None:
         return trace_options(schedule, None, "<no options>", dram_override)
-    from mapsearch.spec.load import read_yaml
-
     data = read_yaml(path)
     if data is not None and not isinstance(data, Mapping):
         raise _err(str(path), "", "expected a mapping with layouts, element_order, dram")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.report.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
+from mapsearch.model.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
 from mapsearch.spec.workload import Workload
 
 _ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension

@@ -26,25 +26,35 @@ from mapsearch.model.residency import add_link_times, add_link_words, add_reside
 from mapsearch.model.spatial import add_mesh_factors, max_factor, meshed_level
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
+from mapsearch.model.windows import Window, prune_window_chains, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
-from mapsearch.solve.constraints import Constraints, resolve_level, resolve_tensor
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
+from mapsearch.model.options import SolveOptions
 
 
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool, spatial_level: int | None = None,
-                   max_factor: int = 1) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor)
+                   max_factor: int = 1, window: bool = False) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial_level, max_factor, window)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
                      unit_dims: frozenset[str] = frozenset(),
-                     extra_footprints: Mapping[str, tuple] | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
+                     extra_footprints: Mapping[str, tuple] | None = None,
+                     windows: tuple[Window, ...] | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
     """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
-    and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver)."""
+    and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver).
+
+    ``windows``: the split filter windows (model/windows.py; default: those
+    this problem splits). Their dimensions' chains carry the extent and the
+    one-per-piece footprints and their coincidence types.
+    """
     w, arch = p.workload, p.architecture
-    pinned = pinned_dims(w)
+    if windows is None:
+        windows, _, _ = split_windows(p, unit_dims, extra_footprints)
+    pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
+    in_window = {(win.tensor, d) for win in windows for d in win.dims}
     J = p.depth
     out: dict[str, DimChains] = {}
     for d, extent in w.extents:
@@ -64,22 +74,30 @@ def dimension_chains(p: Problem, constraints: Constraints,
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
         if d not in pinned:
             lo, hi = bounds[J - 1]
-            bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, bounds_of=lambda e: 1)))
-        fps = tuple(sorted({footprint(t, d, w) for t in w.tensors if d in t.dims} | ({UNIT} if d in unit_dims else set())
-                           | set((extra_footprints or {}).get(d, ()))))
-        chains = _chains_cached(extent, J, fps, arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                meshed_level(p), max_factor(p))
+            bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, pinned, windows)))
+        fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
+        windowed = any(dd == d for _, dd in in_window)
+        fps |= {(1, 0), UNIT} if windowed else set()
+        fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
+        # A window's dimensions are not split over mesh axes (model/windows.spatial_restriction).
+        chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
+                                None if windowed else meshed_level(p), 1 if windowed else max_factor(p), windowed)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
         out[d] = chains
+    if windows:
+        out = prune_window_chains(out, windows, J)
     return out, pinned
 
 
-def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
+def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:
     """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
 
-    For such a tensor ``X``: ``f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e) <= capacity - homes``.
+    For such a tensor ``X``: ``f_{X,d}(T) * prod_{e != d} f_{X,e}(smallest T_e) <= capacity - homes``
+    (L0's buffer of ``X`` holds at least ``X``'s L0 tile, wherever it is
+    placed). Along a split window over ``d`` and ``r`` the tile spans
+    ``c_d*(T-1) + c_r*(T_r-1) + 1`` words, at least ``c_d*(T-1) + 1``.
     """
     w, arch = p.workload, p.architecture
     J = p.depth
@@ -90,16 +108,16 @@ def _innermost_fit(p: Problem, d: str, bounds_of) -> int:
     whole_at_l0 = [t for t in w.tensor_names if p.home(t) == J and t not in p.fused]
     room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
     best = w.extent[d]
-    pinned = pinned_dims(w)
     for t in w.tensors:
         if d not in t.dims or t.name in whole_at_l0:
             continue
+        win = {e: win for win in windows if win.tensor == t.name for e in win.dims}
         others = 1
         for e in t.dims:
-            if e != d:
+            if e != d and e not in win:
                 alpha, beta = footprint(t, e, w)
-                others *= alpha * (w.extent[e] if e in pinned else bounds_of(e)) + beta
-        alpha, beta = footprint(t, d, w)
+                others *= alpha * (w.extent[e] if e in pinned else 1) + beta
+        alpha, beta = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
         if alpha > 0:
             best = min(best, max(1, (room // max(1, others) - beta) // alpha))
     return best
@@ -150,9 +168,12 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     einsum (:func:`build`) or a fused group (:mod:`mapsearch.model.fusion`).
     """
     check_supported(p)
-    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints)
+    windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
+    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows)
     arch = p.architecture
-    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p))
+    enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_level=meshed_level(p), windows=windows)
+    if held_whole:
+        enc.cache["windows_off"] = held_whole
     _check_homes_fit(enc)
     add_tile_choices(enc)
     add_mesh_factors(enc)

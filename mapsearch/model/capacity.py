@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.placement import buffer_region
-from mapsearch.model.problem import footprint
+from mapsearch.model.regions import region_of
 from mapsearch.model.tiles import footprint_at, whole_at
 
 
 def tile_words(enc: Encoding, tensor: str, i: int) -> Q:
-    w = enc.problem.workload
-    access = w.tensor(tensor)
-    return enc.product([footprint_at(enc, d, footprint(access, d, w), i) for d in w.dims if d in access.dims],
-                       f"tile_{tensor}_L{i}")
+    """Words of ``tensor``'s largest level-``i`` tile: per axis its footprint at the first (full) pieces."""
+    return region_of(enc, tensor, lambda d, f: footprint_at(enc, d, f, i), f"tile_{tensor}_L{i}")
 
 
 def home_words(enc: Encoding, i: int) -> int:

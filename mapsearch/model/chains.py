@@ -28,65 +28,15 @@ per count fits best).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-Footprint = tuple[int, int]  # (alpha, beta): f(x) = alpha * x + beta; or a table or positional footprint
+from mapsearch.budget import checkpoint
+from mapsearch.model.chains_pieces import level_pieces
+from mapsearch.model.footprints import Footprint, footprint_values, is_positional
+from mapsearch.model.spatial_chains import spatial_quantities
 
-
-def table_footprint(name: str, values) -> tuple:
-    """A per-piece measure given by value: ``f(x) = values[x]`` (integers, ``x`` the piece extent).
-
-    Usable wherever an affine footprint is: the chains carry its sums and
-    still sums and prune on them, so chains that differ only in it both
-    survive. Spelled ``(-1, name, values)`` so footprints stay sortable
-    tuples (an affine footprint has two entries). Used by the sparse solver
-    (mapsearch/sparse/solve.py) for expected fiber counts, which are not
-    affine in the extent.
-    """
-    return (-1, str(name), tuple(int(v) for v in values))
-
-
-@dataclass(frozen=True)
-class PieceFunction:
-    """``g(lo, hi)``: a non-negative integer measure of the piece ``[lo, hi)`` of a dimension.
-
-    Vectorised: ``g`` takes and returns int64 arrays. Equal (and hashed) by
-    ``name`` only, so a footprint holding it stays a cheap dictionary key:
-    the name must determine the function (chains are cached by footprint).
-    """
-
-    name: str
-    g: Callable[[np.ndarray, np.ndarray], np.ndarray] = field(compare=False, repr=False)
-
-
-def positional_footprint(name: str, g: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple:
-    """A per-piece measure that depends on where the piece lies: ``f([lo, hi)) = g(lo, hi)``.
-
-    Usable wherever a table footprint is (sums, still sums, pruning), except
-    below a spatial split. The chains walk every piece of every level to sum
-    it (:func:`_positional_quantities`), so it costs time proportional to the
-    pieces. Used by the sparse solver for fixed-structured densities (an
-    ``n:m`` rank holds ``count(hi) - count(lo)`` nonzeros in ``[lo, hi)``,
-    which depends on ``lo mod m``, not on the extent alone). Spelled
-    ``(-2, name, PieceFunction)``.
-    """
-    return (-2, str(name), PieceFunction(str(name), g))
-
-
-def is_positional(f) -> bool:
-    return len(f) == 3 and f[0] == -2
-
-
-def footprint_values(f, size: np.ndarray) -> np.ndarray:
-    """``f(size)`` for an affine footprint ``(alpha, beta)`` or a :func:`table_footprint`."""
-    if is_positional(f):
-        raise ValueError(f"footprint {f[1]} depends on piece positions, not on extents alone")
-    if len(f) == 3:
-        return np.asarray(f[2], dtype=np.int64)[size]
-    return f[0] * size + f[1]
 
 # Chains enumerated before pruning; above this, levels draw from reduced
 # candidate families (see _families) and the result says so.
@@ -123,6 +73,23 @@ class DimChains:
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
+
+    def take(self, idx: np.ndarray) -> "DimChains":
+        """The chains of rows ``idx`` (same space, fewer survivors)."""
+        from dataclasses import replace
+
+        fl = self.flavoured
+        return replace(
+            self, tiles=self.tiles[idx], counts=self.counts[idx], calls=self.calls[idx],
+            sums={f: v[idx] for f, v in self.sums.items()},
+            small={f: {k: v[idx] for k, v in d.items()} for f, d in self.small.items()},
+            parts=None if self.parts is None else self.parts[idx],
+            factors=None if self.factors is None else self.factors[idx],
+            flavoured=None if not fl else {
+                name: {"counts": v["counts"][idx], "calls": v["calls"][idx],
+                       "sums": {f: a[idx] for f, a in v["sums"].items()},
+                       "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
+                for name, v in fl.items()})
 
 
 def candidate_values(extent: int, family: str) -> np.ndarray:
@@ -194,6 +161,7 @@ def _families(extent: int, bounds: list[tuple[int, int]]) -> tuple[list[str], st
              (["coarse"] * depth, "all levels powers of two, ceil(E/2^k), divisors")]
     limit = FULL_ENUMERATION_LIMIT if depth <= 2 else DEEP_ENUMERATION_LIMIT
     for families, label in tiers:
+        checkpoint(f"counting the tile chains of an extent of {extent:,}")
         if _raw_size(extent, bounds, families) <= limit:
             return families, label
     return tiers[-1]
@@ -208,6 +176,7 @@ def enumerate_chains(
     pinned: bool = False,
     spatial_level: int | None = None,
     max_factor: int = 1,
+    window: bool = False,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
@@ -216,27 +185,40 @@ def enumerate_chains(
     convolution axis, see :mod:`mapsearch.model.problem`). With
     ``spatial_level = s`` and ``max_factor > 1``, each chain may also split
     the level-``(s-1)`` tile into equal parts across instances
-    (:func:`mapsearch.model.spatial_chains.spatial_quantities`).
+    (:func:`mapsearch.model.spatial_chains.spatial_quantities`). ``window``:
+    the dimension is one of a split filter window (model/windows.py), whose
+    coincidences read the chains' advance and context types; pruning then
+    also compares those (so it stays exact) and does not drop chains on
+    stillness (a window's still factor is not monotone in one chain's still
+    sums).
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
     if pinned:
         bounds = [(extent, extent)] * depth
     bounds = [(max(1, lo), min(extent, hi)) for lo, hi in bounds]
+    doing = f"enumerating the tile chains of an extent of {extent:,}"
+    checkpoint(doing)
     raw = _raw_size(extent, bounds)
+    checkpoint(doing)
     families, label = _families(extent, bounds)
     reduced = label != "full"
+    checkpoint(doing)
     tiles = _enumerate_tiles(extent, bounds, families)
     if tiles.shape[0] == 0:
         return _empty(extent, depth, footprints, raw, reduced)
+    checkpoint(doing)
     q = _quantities(extent, tiles, footprints, block)
+    checkpoint(doing)
     if spatial_level is not None and max_factor > 1 and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        from mapsearch.model.spatial_chains import spatial_quantities
-
         q = spatial_quantities(q, spatial_level, max_factor, footprints, block)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
+    if window:
+        from mapsearch.model.window_types import window_signature
+
+        q["window"] = window_signature(extent, tiles)
     return _prune(q, raw, reduced, label)
 
 
@@ -250,19 +232,8 @@ def _empty(extent: int, depth: int, footprints, raw: int, reduced: bool) -> DimC
 
 
 def _quantities(extent: int, tiles: np.ndarray, footprints, block: int) -> dict:
-    rows, depth = tiles.shape
-    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[(np.full(rows, extent), np.ones(rows, dtype=np.int64))]]
-    for j in range(depth):
-        t = tiles[:, j]
-        full_count = np.zeros(rows, dtype=np.int64)
-        level = []
-        for size, count in pieces[-1]:
-            full = size // t
-            rem = size - full * t
-            full_count += count * full
-            level.append((rem, count * (rem > 0)))
-        pieces.append([(t, full_count)] + level)
-
+    pieces = level_pieces(extent, tiles)
+    depth = tiles.shape[1]
     f_of = footprint_values
 
     counts = np.stack([sum(c for _, c in lv) for lv in pieces], axis=1)
@@ -306,6 +277,7 @@ def _positional_quantities(extent: int, tiles: np.ndarray, counts: np.ndarray, f
     load = np.cumsum(counts.sum(axis=1))
     first = 0
     while first < rows:
+        checkpoint(f"summing the pieces of an extent of {extent:,}")
         done = load[first - 1] if first else 0
         last = max(first + 1, int(np.searchsorted(load, done + PIECES_PER_BATCH, side="right")))
         batch = np.arange(first, last)
@@ -348,6 +320,8 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
                 for f in sorted(q["small"]) if q["small"][f]]
     columns.append(q["calls"][:, None])
+    if q.get("window") is not None:
+        columns.append(q["window"])
     if q.get("flavoured"):
         columns.append(q["factors"][:, None])
         for view in (q["flavoured"]["rep"], q["flavoured"]["sum"]):
@@ -378,7 +352,7 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
             keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
     else:
         keep = new_group
-    idx = _dominate_by_stillness(q, order[keep])
+    idx = order[keep] if q.get("window") is not None else _dominate_by_stillness(q, order[keep])
     return DimChains(
         extent=q["extent"],
         depth=depth,

@@ -71,6 +71,7 @@ class Encoding:
     busiest_calls: Q | None = None
     rows: object = None  # model/dram_rows.RowTerms when DRAM rows are modelled
     at: dict = field(default_factory=dict)  # (tensor, level) -> {cut: literal}: the buffer's position (model/placement.py)
+    windows: tuple = ()  # split filter windows (model/windows.Window)
 
     def name(self, stem: str) -> str:
         self.counter += 1
@@ -131,6 +132,18 @@ class Encoding:
         if all(p.is_const for p in parts):
             return Q.const(sum(int(p.expr) for p in parts))
         return Q(sum(p.expr for p in parts), sum(p.lo for p in parts), sum(p.hi for p in parts))
+
+    def linear(self, terms: list[tuple[int, Q]], floor: int | None = None) -> Q:
+        """``sum(coeff * q)``; ``floor`` is a lower bound the caller knows holds (it tightens ``lo``)."""
+        const = sum(c * int(q.expr) for c, q in terms if q.is_const)
+        live = [(c, q) for c, q in terms if not q.is_const and c]
+        lo = const + sum(min(c * q.lo, c * q.hi) for c, q in live)
+        hi = const + sum(max(c * q.lo, c * q.hi) for c, q in live)
+        if floor is not None:
+            lo = max(lo, floor)
+        if not live:
+            return Q.const(const)
+        return Q(sum(c * q.expr for c, q in live) + const, lo, hi)
 
     def scaled(self, q: Q, k: int) -> Q:
         if q.is_const:

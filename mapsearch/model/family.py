@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
-from mapsearch.model.problem import pinned_dims
+from mapsearch.model.windows import spatial_restriction
 
 
 
@@ -20,15 +20,20 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     p = enc.problem
     w = p.workload
     out: list[str] = []
-    held = sorted(d for d in pinned_dims(w) if w.extent[d] > 1)
+    held = sorted(d for d in enc.pinned if w.extent[d] > 1)
     if held:
-        out.append(f"filter windows held whole: {', '.join(held)} (a convolution axis is split only along its largest dimension)")
+        why = enc.cache.get("windows_off") or "an axis over three or more dimensions"
+        out.append(f"filter windows held whole: {', '.join(held)} ({why}: such an axis is split only along its "
+                   "largest dimension)")
     reduced = [(d, c.family) for d, c in enc.chains.items() if c.reduced]
     if reduced:
         out.append("reduced tile candidates: " + "; ".join(f"{d} {family}" for d, family in reduced))
     cut = [(d, c.parts_family) for d, c in enc.chains.items() if c.parts_family not in (None, "all parts")]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
+    spatial_windows = spatial_restriction(enc)
+    if spatial_windows:
+        out.append(spatial_windows)
     reason = placement_disabled_reason(enc)
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")

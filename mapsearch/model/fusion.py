@@ -33,7 +33,7 @@ from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.schedule import LevelMapping, Schedule
-from mapsearch.solve.constraints import Constraints
+from mapsearch.spec.constraints import Constraints
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import WorkloadGraph
 

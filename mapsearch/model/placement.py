@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Literal, Q
 from mapsearch.model.order import before
-from mapsearch.model.problem import footprint
+from mapsearch.model.regions import region_of
 from mapsearch.model.tiles import footprint_at, whole_at
 
 
@@ -153,17 +153,15 @@ def cut_region(enc: Encoding, tensor: str, c: int) -> tuple[Q, Q]:
     w = enc.problem.workload
     access = w.tensor(tensor)
     j, out = _outside(enc, tensor, c)
-    sizes, wholes = [], []
-    for d in w.dims:
-        if d not in access.dims:
-            continue
-        f = footprint(access, d, w)
-        lit = out.get(d, True)
-        at_j, at_parent = (lambda d=d, f=f: footprint_at(enc, d, f, j)), (lambda d=d, f=f: _footprint_at(enc, d, f, j - 1))
-        sizes.append(_pick(enc, lit, at_j, at_parent, f"region_{tensor}_c{c}_{d}"))
-        wholes.append(_pick(enc, lit, lambda d=d: whole_at(enc, d, j), lambda d=d: whole_at(enc, d, j - 1),
-                            f"whole_{tensor}_c{c}_{d}"))
-    enc.cache[key] = (enc.product(sizes, f"region_{tensor}_c{c}"), enc.product(wholes, f"whole_{tensor}_c{c}"))
+
+    def extent_at(d: str, f) -> Q:
+        return _pick(enc, out.get(d, True), lambda: footprint_at(enc, d, f, j), lambda: _footprint_at(enc, d, f, j - 1),
+                     f"region_{tensor}_c{c}_{d}")
+
+    wholes = [_pick(enc, out.get(d, True), lambda d=d: whole_at(enc, d, j), lambda d=d: whole_at(enc, d, j - 1),
+                    f"whole_{tensor}_c{c}_{d}") for d in w.dims if d in access.dims]
+    enc.cache[key] = (region_of(enc, tensor, extent_at, f"region_{tensor}_c{c}"),
+                      enc.product(wholes, f"whole_{tensor}_c{c}"))
     return enc.cache[key]
 
 

@@ -1,14 +1,13 @@
 """What the CP-SAT encoding is given, and the per-dimension facts it derives.
 
-The encoding covers one einsum whose tensor axes are either a single
-dimension or an affine sum in which at most one dimension is split below the
-top (the *carrier*, the dimension of largest extent); the others, a
-convolution's filter dimensions, are *pinned* whole at every level. Pinning
-is what keeps the count exact: a sliding window whose two dimensions both
-move can revisit the region it just left (the contract's "nothing moves"
-case), which the closed forms of ``traffic`` do not model. The replay has no
-such limit; this is a limit of the solver's family, reported as
-``family`` in the result.
+The encoding covers one einsum whose tensor axes are a single dimension, a
+*window* over two dimensions that are both split (``I[p*s + r*t]``, counted
+exactly with its coincidences by model/windows.py), or an affine sum in which
+only one dimension is split below the top (the *carrier*, the dimension of
+largest extent) while the others are *pinned* whole at every level. Pinning
+applies to axes over three or more dimensions, and to every window where
+windows are not split (a spatial fanout, a fused stage, measures other than
+words); the result names it as a family restriction (model/family.py).
 """
 
 from __future__ import annotations
@@ -73,13 +72,15 @@ def check_supported(p: Problem) -> None:
                 seen.add(d)
 
 
-def pinned_dims(w: Workload) -> frozenset[str]:
-    """Dimensions held whole at every level: non-carriers of affine axes, and extent-1 dims."""
+def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:
+    """Dimensions held whole at every level: extent-1 dims, and the non-carriers of affine axes
+    that are not split windows (``split``: ``(tensor, its two dims)`` per window, model/windows.py)."""
     ext = w.extent
     pinned = {d for d, e in w.extents if e == 1}
     for t in w.tensors:
         for ix in t.indices:
-            if len(ix.terms) > 1:
+            live = frozenset(d for d in ix.dims if ext[d] > 1)
+            if len(ix.terms) > 1 and (t.name, live) not in split:
                 carrier = _carrier(ix.dims, ext)
                 pinned.update(d for d in ix.dims if d != carrier)
     return frozenset(pinned)

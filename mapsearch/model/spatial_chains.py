@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mapsearch.model.chains import footprint_values
+from mapsearch.budget import checkpoint
+from mapsearch.model.footprints import footprint_values
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
@@ -49,6 +50,9 @@ def _part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int,
     Every part; else the balanced parts ``ceil(T_{s-1}/m)``; else the parts
     that divide every level-``(s-1)`` piece (``common`` is their gcd).
     """
+    # A factor beyond the largest parent tile gives the same parts (ceil(P/m) = 1): exact, and a mesh of
+    # a billion instances costs no more than one as wide as the extent.
+    max_factor = min(max_factor, int(parent.max(initial=1)))
     lo = np.maximum(inner, -(-parent // max_factor))
     counts = np.maximum(parent - lo, 0)  # parts lo .. parent-1
     if int(counts.sum()) <= SPATIAL_ROWS_LIMIT:
@@ -59,6 +63,8 @@ def _part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int,
     for family in (BALANCED_PARTS, EVEN_PARTS):
         rows, parts = [], []
         for m in range(2, max_factor + 1):
+            if m % 256 == 0:
+                checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
             if family == BALANCED_PARTS:
                 part = -(-parent // m)
                 ok = (part >= inner) & (part < parent)

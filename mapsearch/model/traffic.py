@@ -100,8 +100,13 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     if not relevant:  # a scalar: one load of one word
         enc.words[key] = Q.const(w.tensor_words(tensor))
         return enc.words[key]
-    fp = {d: UNIT if d in unit_dims else footprint(access, d, w) for d in relevant}
+    windows = [win for win in enc.windows if win.tensor == tensor]
+    in_window = {d for win in windows for d in win.dims}
+    fp = {d: UNIT if d in unit_dims else footprint(access, d, w) for d in relevant if d not in in_window}
     fp.update({d: f for d, f in (footprints or {}).items() if d in fp})
+    # The tensor's axes: a dimension of its own (a plain axis, or the carrier of an axis whose other
+    # dimensions are pinned, with their footprint (0, 1)), or a split window (model/windows.py).
+    axes: list = [d for d in relevant if d not in in_window] + windows
 
     def seen(d: str, get) -> Q:
         v = views.get(d)
@@ -123,17 +128,52 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
             return at_parent()
         return enc.select(lit, at_i(), at_parent(), f"{tensor}_L{i}_{d}_{stem}")
 
-    def still(d: str, k: int) -> Q:
+    def main_of(d: str, f) -> Q:
+        """``F_d[i]`` under footprint ``f``: the sum over the buffer's pieces of ``d``."""
+        return placed(d, lambda: seen(d, lambda v: piece_sum(enc, d, f, i, v)),
+                      lambda: seen(d, lambda v: piece_sum(enc, d, f, i - 1, v)), f"F{f[0]}{f[1]}")
+
+    def still(d: str, k: int, f) -> Q:
         """``W_d[k, i]`` of the buffer's region (``W_d[k, i-1]`` when d's level-i loop is inside it)."""
-        return placed(d, lambda: seen(d, lambda v: small_sum(enc, d, fp[d], k, i, v)),
-                      lambda: seen(d, lambda v: small_sum(enc, d, fp[d], min(k, i - 1), i - 1, v)), f"W{k}")
+        return placed(d, lambda: seen(d, lambda v: small_sum(enc, d, f, k, i, v)),
+                      lambda: seen(d, lambda v: small_sum(enc, d, f, min(k, i - 1), i - 1, v)), f"W{k}{f[0]}{f[1]}")
+
+    def context_of(e: str, j: int):
+        """Per dimension ``d`` of the tensor: its still sum when loop ``(e, j)`` advances."""
+        def ctx(d: str, f) -> Q:
+            if j < i or out.get(d, True) is True:
+                return enc.select(before(enc, j, d, e), still(d, j, f), still(d, j - 1, f), f"{tensor}_L{i}_{d}_still")
+            # d's level-i loop may sit inside the buffer: then only its level-(i-1) pieces count
+            return placed(d, lambda: enc.select(before(enc, i, d, e), still(d, i, f), still(d, i - 1, f),
+                                                f"{tensor}_L{i}_{d}_still"),
+                          lambda: seen(d, lambda v: piece_sum(enc, d, f, i - 1, v)), f"Fi{f[0]}{f[1]}")
+        return ctx
+
+    def axis(a, per_dim) -> Q:
+        """One axis's factor from a per-dimension quantity ``per_dim(d, footprint)``.
+
+        A split window ``s*p + t*r`` sums ``s(x-1) + t(y-1) + 1`` over pairs of
+        pieces: ``s*X_p*U_r + t*U_p*X_r + (1-s-t)*U_p*U_r`` with ``X`` the
+        quantity over extents and ``U`` over counts (one per piece).
+        """
+        if isinstance(a, str):
+            return per_dim(a, fp[a])
+        (p, r), (cs, ct) = a.dims, a.coeffs
+        xp, up, xr, ur = per_dim(p, (1, 0)), per_dim(p, UNIT), per_dim(r, (1, 0)), per_dim(r, UNIT)
+        terms = [(cs, enc.product([xp, ur], f"win_{tensor}_L{i}")), (ct, enc.product([up, xr], f"win_{tensor}_L{i}")),
+                 (1 - cs - ct, enc.product([up, ur], f"win_{tensor}_L{i}"))]
+        return enc.linear(terms, floor=0)
+
+    def counts_around(e: str, j: int, skip: str | None = None) -> list[Q]:
+        """The other dimensions' contexts when loop ``(e, j)`` advances: their pieces outside it."""
+        return [enc.select(before(enc, j, g, e), count(g, j), count(g, j - 1), f"{tensor}_L{i}_{g}_ctx")
+                for g in irrelevant if g != skip]
 
     # The prefix reaches e's level-i loop when e is outer to some relevant loop outside the buffer there.
     in_prefix = {e: enc.bool_or([enc.bool_and([before(enc, i, e, d), out.get(d, True)], f"{tensor}_L{i}_{e}{d}_out")
                                  for d in relevant], f"{tensor}_L{i}_{e}_in_prefix")
                  for e in irrelevant}
-    main = [placed(d, lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i, v)),
-                   lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i - 1, v)), "F") for d in relevant]
+    main = [axis(a, main_of) for a in axes]
     main += [enc.select(in_prefix[e], count(e, i), count(e, i - 1), f"{tensor}_L{i}_{e}_trips")
              for e in irrelevant]
     total = enc.product(main, f"words_{tensor}_L{i}_all")
@@ -148,23 +188,13 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
             step = seen(e, lambda v, e=e, j=j: count_step(enc, e, j, v))
             if step.is_const and int(step.expr) == 0:
                 continue  # e's level-j loop never advances
-            factors = [step]
-            for d in relevant:
-                if j < i or out.get(d, True) is True:
-                    factors.append(enc.select(before(enc, j, d, e), still(d, j), still(d, j - 1),
-                                              f"{tensor}_L{i}_{d}_still"))
-                else:  # d's level-i loop may sit inside the buffer: then only its level-(i-1) pieces count
-                    factors.append(placed(d, lambda d=d: enc.select(before(enc, i, d, e), still(d, i), still(d, i - 1),
-                                                                    f"{tensor}_L{i}_{d}_still"),
-                                          lambda d=d: seen(d, lambda v: piece_sum(enc, d, fp[d], i - 1, v)), "Fi"))
-            for g in irrelevant:
-                if g != e:
-                    factors.append(enc.select(before(enc, j, g, e), count(g, j), count(g, j - 1),
-                                              f"{tensor}_L{i}_{g}_ctx"))
+            factors = [step] + [axis(a, context_of(e, j)) for a in axes] + counts_around(e, j, skip=e)
             c = enc.product(factors, f"reuse_{tensor}_L{i}_{e}{j}")
             if j == i:
                 c = enc.select(in_prefix[e], c, Q.const(0), f"reuse_{tensor}_L{i}_{e}{j}_on")
             corrections.append(c)
+    corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, out,
+                                 first_loop_level)
 
     if corrections:
         sub = enc.total(corrections)
@@ -185,3 +215,54 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         result = Q(v, result.lo, result.hi)
     enc.words[key] = result
     return result
+
+
+def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, out: dict,
+                  first_loop_level: int) -> list[Q]:
+    """Steps where a window dimension's loop advances and the buffer's region stays (model/windows.py).
+
+    For window ``(p, r)`` and the loop of ``e`` in it at level ``j``: the
+    coincidences of the pair of chains (the other's context is its level-``j``
+    piece when its loop is outer to ``e``'s there, else its level-``(j-1)``
+    piece; each dimension's pieces are the buffer's level ``i``, or ``i-1``
+    where its level-``i`` loop is inside the buffer), times every other
+    axis's still factor and every other dimension's contexts, as for the
+    corrections of :func:`region_words`. At ``j = i`` only a loop outside
+    the buffer moves its region.
+    """
+    from mapsearch.model.windows import coincidences
+
+    def pick(lit, if_true, if_false, stem: str) -> Q:
+        if lit is True:
+            return if_true()
+        if lit is False:
+            return if_false()
+        return enc.select(lit, if_true(), if_false(), stem)
+
+    terms: list[Q] = []
+    for win in windows:
+        others = [a for a in axes if a is not win]
+        for e in win.dims:
+            o = win.other(e)
+            for j in range(first_loop_level, i + 1):
+                if j == i and out.get(e, True) is False:
+                    continue  # e's level-i loop is inside the buffer: it moves nothing
+
+                def table(le: int, lo: int, e=e, o=o, j=j) -> Q:
+                    return pick(before(enc, j, o, e), lambda: coincidences(enc, win, e, j, le, lo, True),
+                                lambda: coincidences(enc, win, e, j, le, lo, False), f"coincide_{tensor}_{e}{j}_order")
+
+                def at(le: int, o=o, table=table) -> Q:
+                    return pick(out.get(o, True), lambda: table(le, i), lambda: table(le, i - 1),
+                                f"coincide_{tensor}_{o}_placed")
+
+                h = at(i) if j == i else pick(out.get(e, True), lambda at=at: at(i), lambda at=at: at(i - 1),
+                                              f"coincide_{tensor}_{e}_placed")
+                if h.is_const and int(h.expr) == 0:
+                    continue
+                factors = [h] + [axis(a, context_of(e, j)) for a in others] + counts_around(e, j)
+                c = enc.product(factors, f"coincide_{tensor}_L{i}_{e}{j}")
+                if j == i and out.get(e, True) is not True:
+                    c = pick(out[e], lambda c=c: c, lambda: Q.const(0), f"coincide_{tensor}_L{i}_{e}_on")
+                terms.append(c)
+    return terms

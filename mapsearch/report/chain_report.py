@@ -3,7 +3,7 @@
 :func:`render_chain_text` gives the readable report printed by ``mapsearch
 solve CHAIN.yaml ARCH``; :func:`chain_report_dict` the JSON-ready one
 (``--json``). Both take the :class:`~mapsearch.solve.chain.ChainResult` and
-a :class:`ChainReplay` (what the CLI replayed), and only build text or data.
+a :class:`~mapsearch.solve.chain_replay.ChainReplay` (what was replayed), and only build text or data.
 
 The text report has, in order: the chain and the architecture; notes (TeAAL
 mapping, skipped levels); one row per option (fused at each level, unfused)
@@ -15,45 +15,18 @@ schedule and of every unfused stage; the best schedule's loop nest per stage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
 
 from mapsearch.report.loopnest import loop_nest_lines
 from mapsearch.report.text import _table, format_exact
-from mapsearch.schedule.figures import Figures
+from mapsearch.spec.architecture import Architecture
+from mapsearch.solve.chain_replay import ChainReplay
+from mapsearch.spec.teaal import TeaalSpec
 
-__all__ = ["ChainReplay", "StageCheck", "render_chain_text", "chain_report_dict", "option_rows", "savings"]
+__all__ = ["render_chain_text", "teaal_notes", "chain_report_dict", "option_rows", "savings"]
 
 OK, BAD = "\u2713", "\u2717"
-
-
-@dataclass(frozen=True)
-class StageCheck:
-    """One replayed schedule against its prediction: ``differences`` as ``(field, predicted, replayed)``."""
-
-    name: str
-    predicted: Figures
-    replayed: Figures | None
-    differences: tuple[tuple[str, object, object], ...] = ()
-    error: str = ""  # the simulator refused it (one line)
-    data_ok: bool | None = None
-    max_abs_error: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and not self.differences and self.data_ok is not False
-
-
-@dataclass(frozen=True)
-class ChainReplay:
-    mode: str
-    checks: tuple[StageCheck, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
 
 
 def _number(value: Fraction | int) -> int | float:
@@ -273,3 +246,20 @@ def chain_report_dict(result: Any, replay: ChainReplay, notes: Sequence[str] = (
         "replay": {"mode": replay.mode, "ok": replay.ok, "checks": checks, "notes": list(replay.notes)},
         "best_schedule": [{"einsum": st.workload.einsum.text(), "loop_nest": loop_nest_lines(st)} for st in stages],
     }
+
+
+def teaal_notes(spec: TeaalSpec, arch: Architecture) -> list[str]:
+    """The notes a TeAAL solve's report starts with: its mapping as constraints, the spatial hints left out."""
+    out = ["TeAAL mapping constraints apply per einsum (partitioning -> tile sizes, loop-order -> loop orders); "
+           "solve_chain takes no per-einsum constraints yet, so each einsum is solved UNFUSED with its own "
+           "constraints and no fused level is solved"]
+    for c in spec.constraints(arch):
+        tiles = ", ".join(f"{t.dim}={t.lo} at {t.level}" for t in c.tiles) or "none"
+        orders = "; ".join(f"{lv}: {' '.join(ds)}" for lv, ds in c.orders) or "none"
+        out.append(f"{c.name}: tiles {tiles}; orders {orders}")
+    hints = {o: spec.spatial_hints(o) for o in spec.space}
+    if any(hints.values()):
+        out.append("spacetime.space loops are spatial hints, not applied (no mesh in this solve): "
+                   + "; ".join(f"{o}: {', '.join(ds)}" for o, ds in hints.items() if ds))
+    out += list(spec.notes)
+    return out

@@ -26,7 +26,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from mapsearch.errors import MapsearchError
 
-__all__ = ["load_rows", "plot_vs_parameter", "plot_roofline", "plot_vs_lower_bound", "roof_of"]
+__all__ = ["PLOT_KINDS", "load_rows", "plot_rows", "plot_vs_parameter", "plot_roofline", "plot_vs_lower_bound",
+           "roof_of"]
 
 log = logging.getLogger(__name__)
 
@@ -391,3 +392,45 @@ def plot_vs_lower_bound(
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, out_png)
+
+
+# --------------------------------------------------------------------------
+# One entry point: the plot a kind of rows asks for.
+# --------------------------------------------------------------------------
+
+PLOT_KINDS = ("parameter", "roofline", "lower-bound")
+
+
+def swept_parameters(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The parameters the rows vary, in first-seen order."""
+    seen: dict[str, set] = {}
+    for r in rows:
+        for k, v in _params(r).items():
+            seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+    return [k for k, values in seen.items() if len(values) > 1]
+
+
+def plot_rows(rows: Sequence[Mapping[str, Any]], out_png: str | Path, kind: str | None = None,
+              param: str | None = None, link: str | None = None) -> Path:
+    """The plot of ``kind`` (:data:`PLOT_KINDS`) for a sweep's rows, written to ``out_png``.
+
+    No kind: against the swept parameter when the rows vary exactly one (or
+    ``param`` names it), else a roofline. ``parameter`` without ``param``
+    takes the only swept one; ``lower-bound`` reads ``lower_bound_words``
+    (on ``link`` when given).
+    """
+    swept = swept_parameters(rows)
+    if kind is None:
+        kind = "parameter" if param is not None or len(swept) == 1 else "roofline"
+    if kind not in PLOT_KINDS:
+        raise MapsearchError(f"plot kind: expected one of {', '.join(PLOT_KINDS)}, got {kind!r}")
+    if kind == "parameter":
+        if param is None:
+            if len(swept) != 1:
+                raise MapsearchError("plot against a parameter: name it (the rows vary "
+                                     + (", ".join(swept) if swept else "no parameter") + ")")
+            param = swept[0]
+        return plot_vs_parameter(rows, param, out_png)
+    if kind == "roofline":
+        return plot_roofline(rows, out_png)
+    return plot_vs_lower_bound(rows, out_png, link=link)

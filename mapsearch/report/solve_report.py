@@ -65,22 +65,29 @@ def status_lines(result: Any) -> list[str]:
         lines.append("*** OPTIMAL IN THE SEARCHED FAMILY ONLY: the search left out part of the contract's family; "
                      "a better schedule outside it may exist ***")
     elif result.status != "OPTIMAL":
+        why = "Ctrl-C stopped the search" if getattr(result, "interrupted", False) else "the time limit stopped the search"
         lines.append(
-            f"*** FEASIBLE, NOT PROVEN OPTIMAL: the time limit stopped the search. Best {last.name} found "
-            f"{format_exact(result.objective_value)}, bound {format_exact(result.objective_bound)}, "
+            f"*** FEASIBLE, NOT PROVEN OPTIMAL: {why}. Best {last.name} found "
+            f"{format_exact(result.objective_value)}, {_bound_text(result.objective_bound)}, "
             f"gap {_percent(result.gap)} ***"
         )
     if result.objective == "time" and len(result.phases) == 1:
         lines.append("*** WORDS NOT MINIMISED: the words phase found nothing within the time limit; "
                      "the schedule is the time phase's ***")
     results = ", then ".join(
-        f"{p.name} {format_exact(p.value)} {_UNITS.get(p.name, unit)} (bound {format_exact(p.bound)})" for p in result.phases
+        f"{p.name} {format_exact(p.value)} {_UNITS.get(p.name, unit)} ({_bound_text(p.bound, p.status == 'OPTIMAL')})"
+        for p in result.phases
     )
     lines.append(f"status: {result.status}: {results}; gap {_percent(result.gap)}; solved in {result.solve_seconds:.3f} s")
     phases = "; ".join(f"{p.name} {p.status} in {p.seconds:.3f} s" for p in result.phases)
     lines.append(f"phases: {phases}")
     lines += [f"family restriction: {r}" for r in restrictions]
     return lines
+
+
+def _bound_text(bound: Any, proven: bool = False) -> str:
+    """``bound X``; a bound of 0 on an unproven phase is no bound at all: "no bound yet"."""
+    return "no bound yet" if bound == 0 and not proven else f"bound {format_exact(bound)}"
 
 
 def space_lines(space: Any) -> list[str]:
@@ -223,6 +230,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     out.update(
         {
             "status": result.status,
+            "interrupted": bool(getattr(result, "interrupted", False)),
             "family_restrictions": list(getattr(result, "family_restrictions", ())),
             "objective": result.objective,
             "objective_value": _number(result.objective_value),

@@ -29,6 +29,15 @@ def format_exact(value: Fraction | int) -> str:
     return f"{x.numerator}/{x.denominator} (~{float(x):.4g})"
 
 
+def exact_text(value: object) -> str:
+    """A figure as exact text: ``80``, ``2/3``, ``(48, 12)`` for a tuple (mismatch lines, reports)."""
+    if isinstance(value, Fraction):
+        return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(exact_text(v) for v in value) + ")"
+    return str(value)
+
+
 def _percent(x: Fraction) -> str:
     return f"{float(x) * 100:.2f}%"
 

@@ -34,10 +34,13 @@ from mapsearch.schedule.json_io import (
     _raise_violation,
     figures_from_dict,
     figures_to_dict,
+    read_json,
     schedule_from_dict,
     schedule_to_dict,
 )
-from mapsearch.spec.load import _architecture, _error, _note, architecture_to_dict, workload_to_dict
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.spec.load import _architecture, architecture_to_dict, workload_to_dict
+from mapsearch.spec.reading import _error, _note
 
 __all__ = ["FORMAT", "VERSION", "fused_violations", "check_fused", "fused_to_dict", "fused_from_dict",
            "dumps_fused", "save_fused", "load_fused"]
@@ -236,7 +239,7 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
         raise _error(source, "graph", "a chain {name, einsums, extents}", data["graph"])
     if not isinstance(data["architecture"], Mapping):
         raise _error(source, "architecture", "an architecture object", data["architecture"])
-    from mapsearch.spec.load import validate_against
+    from mapsearch.spec.schema import validate_against
 
     validate_against(data["architecture"], "architecture", source, "architecture")
     arch = _architecture(data["architecture"], source, "architecture")
@@ -280,6 +283,12 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
 
 
 def load_fused(path: str | Path) -> FusedSchedule:
-    from mapsearch.schedule.json_io import read_json
-
     return fused_from_dict(read_json(path), str(path))
+
+
+def load_any_schedule(path: str | Path) -> Schedule | FusedSchedule:
+    """A one-einsum schedule file, or a fused chain's (told apart by the file's ``format``)."""
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("format") == FORMAT:
+        return fused_from_dict(data, str(path))
+    return schedule_from_dict(data, str(path))

@@ -34,21 +34,15 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from mapsearch.atomic import write_text_atomic
+from mapsearch.dram.layout import layout_spec_to_dict, layout_specs
+from mapsearch.errors import SpecError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
-from mapsearch.spec.load import (
-    _architecture,
-    _note,
-    _workload,
-    architecture_to_dict,
-    fraction_from_json,
-    fraction_to_json,
-    join_path,
-    read_text,
-    validate_against,
-    workload_to_dict,
-)
+from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, workload_to_dict
+from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path, read_text
+from mapsearch.spec.schema import validate_against
 
 __all__ = [
     "FORMAT",
@@ -132,8 +126,6 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
-    from mapsearch.dram.layout import layout_spec_to_dict
-
     plan = schedule.dram
     out: dict[str, Any] = {"layouts": {t: layout_spec_to_dict(schedule.workload, t, spec) for t, spec in plan.layouts},
                            "element_order": plan.element_order}
@@ -143,9 +135,6 @@ def dram_plan_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dram_plan_from_dict(data: Mapping[str, Any], workload, source: str) -> DramPlan:
-    from mapsearch.dram.options import layout_specs
-    from mapsearch.errors import SpecError
-
     layouts = tuple(layout_specs(workload, data.get("layouts"), source, "dram.layouts").items())
     openings = (data.get("predicted") or {}).get("row_openings")
     if openings is not None:
@@ -180,7 +169,6 @@ def dumps_schedule(schedule: Schedule) -> str:
 
 def save_schedule(schedule: Schedule, path: str | Path) -> None:
     """Write the schedule to ``path`` atomically (:mod:`mapsearch.atomic`): no partial file on error."""
-    from mapsearch.atomic import write_text_atomic
 
     write_text_atomic(path, dumps_schedule(schedule))
 
@@ -287,12 +275,40 @@ def _check_predicted_names(predicted: Figures, schedule: Schedule, source: str) 
             raise _note(source, join_path(["predicted", "occupancy", level]), f"unknown level; expected one of {', '.join(arch.level_names)}")
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"key {key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
 def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path``; unreadable or malformed files are one SpecError line."""
+    """The parsed JSON of ``path``; unreadable, malformed, ambiguous or too deep files are one SpecError line.
+
+    A key given twice in one object is an error (JSON leaves it undefined;
+    Python would keep the last silently), as in the YAML specs.
+    """
+    from mapsearch.spec import limits
+
+    source = str(path)
     try:
-        return json.loads(read_text(path))
+        data = json.loads(read_text(path), object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
-        raise _note(str(path), f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+        raise _note(source, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+    except RecursionError:
+        raise _note(source, "", f"nested deeper than {limits.MAX_DEPTH} levels; the specs nest a few") from None
+    except ValueError as e:  # a key given twice, an int beyond Python's digit limit
+        raise _note(source, "", f"malformed JSON: {' '.join(str(e).split())}") from None
+    deep = limits.depth_error(data)
+    if deep is not None:
+        raise _note(source, "", deep)
+    return data
 
 
 def load_schedule(path: str | Path) -> Schedule:

@@ -1,7 +1,7 @@
 """Data replay (``mode="data"``): the count walk's figures plus the real computation.
 
 Inputs are random (seeded, float64). The output is computed from the
-innermost tiles that the walk visits (:func:`mapsearch.sim.walk.tile_chunks`):
+innermost tiles that the walk visits (:func:`mapsearch.sim.pieces.tile_chunks`):
 each tile reads its operands at the regions the walk counts (affine axes
 gather their strided windows) and adds its product into its output region.
 The result is compared with an independent reference: ``numpy.einsum`` over
@@ -32,7 +32,8 @@ import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
-from mapsearch.sim.walk import CHUNK, PieceTables, count_figures, piece_tables, tile_chunks
+from mapsearch.sim.pieces import CHUNK, PieceTables, piece_tables, tile_chunks
+from mapsearch.sim.walk import count_figures
 from mapsearch.spec.workload import TensorAccess, Workload
 
 RTOL = 1e-9  # relative to the largest |reference| value (at least 1)
@@ -200,7 +201,8 @@ def visited_exactly_once(schedule: Schedule, tables: PieceTables, chunk: int = C
     radix = tuple(tables.count(inner, k) for k in range(len(tables.dims)))
     visits = np.zeros(math.prod(radix), np.int64)  # saturates at 2: "more than once"
     for pid in tile_chunks(schedule, tables, inner, chunk):
-        counts = np.bincount(np.ravel_multi_index(tuple(pid), radix), minlength=len(visits))
+        key = np.ravel_multi_index(tuple(pid), radix) if radix else np.zeros(pid.shape[1], np.int64)  # no dims: one tile
+        counts = np.bincount(key, minlength=len(visits))
         np.minimum(visits + counts, 2, out=visits)
     return bool((visits == 1).all())
 

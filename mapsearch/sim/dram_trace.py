@@ -115,7 +115,7 @@ def dram_transfers(schedule: Schedule, *, dram_level: int = 0, method: str = "au
 
 
 def _walk_transfers(schedule: Schedule, dram_level: int) -> Iterator[Transfer]:
-    from mapsearch.sim.walk import piece_tables, tile_chunks
+    from mapsearch.sim.pieces import piece_tables, tile_chunks
 
     fed = dram_fed(schedule, dram_level)
     if not fed:

@@ -29,7 +29,7 @@ on links below ``f``), op calls and compute time summed over the einsums,
 level per the capacity rule of docs/fusion.md (the cache peaks in events
 mode).
 
-``replay_unfused(graph, stages, mode)`` runs the einsums one after the other
+``mapsearch.sim.replay.replay_unfused(graph, stages, mode)`` runs the einsums one after the other
 (each with the single-einsum replay of ``mode``), intermediates homed at the
 top; its figures add up and ``time`` is the sum of the stages' times.
 
@@ -60,7 +60,7 @@ from mapsearch.sim.tensor import Tensor
 from mapsearch.spec.architecture import SHARED
 from mapsearch.spec.workload import WorkloadGraph
 
-__all__ = ["FUSED_MODES", "replay_fused", "replay_unfused", "UnfusedResult", "chain_tensor_names", "chain_reference"]
+__all__ = ["FUSED_MODES", "replay_fused", "UnfusedResult", "sum_figures", "chain_tensor_names", "chain_reference"]
 
 FUSED_MODES = ("events", "count", "data", "events-data")
 RTOL = 1e-9
@@ -367,7 +367,8 @@ class _FusedEvents:
 
 # ---------------------------------------------------------------- count
 def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
-    from mapsearch.sim.walk import CHUNK, _check_capacity, _Counter, chunk_calls, piece_tables, route, tile_chunks
+    from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
+    from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
 
     _check(fs)
     chunk = CHUNK if chunk is None else chunk
@@ -408,7 +409,7 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
             anc[i] = per
         radix_f = tuple(tables.count(f, k) for k in range(nd))
         for i in range(depth):
-            counters = {t: _Counter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
+            counters = {t: BufferCounter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
             calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(nd)] if i == inner else None
             if not counters and calls_per_piece is None:
                 continue
@@ -434,9 +435,9 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
     occupancy = []
     for i, level in enumerate(arch.levels):
         if i <= f:
-            words = _check_capacity(level.name, level.capacity, shared_alloc[i])
+            words = check_capacity(level.name, level.capacity, shared_alloc[i])
         else:
-            words = max(_check_capacity(level.name, level.capacity, stage_alloc[e][i]) for e in range(len(fs.stages)))
+            words = max(check_capacity(level.name, level.capacity, stage_alloc[e][i]) for e in range(len(fs.stages)))
         occupancy.append((level.name, words))
     links = []
     for j in range(1, depth):
@@ -458,7 +459,7 @@ def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
 
 
 def _feed(c, pid: np.ndarray, start: np.ndarray | None) -> None:
-    """``_Counter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
+    """``BufferCounter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
     if start is None:
         c.feed(pid)
         return
@@ -544,33 +545,3 @@ def sum_figures(graph: WorkloadGraph, parts: Sequence[Figures], arch) -> Figures
         compute_instances=1,
         busiest_calls=calls,
     )
-
-
-def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str = "events", **options) -> UnfusedResult:
-    """Run ``stages[e]`` (einsum ``e`` alone) one after the other with the single-einsum replay of ``mode``.
-
-    Every intermediate must be homed at the top in the stages that use it
-    (materialized whole, written up, read back). In data modes each stage is
-    checked against numpy on its own random inputs; ``data_ok`` is their conjunction.
-    """
-    from mapsearch.sim.replay import replay
-
-    if len(stages) != len(graph.einsums):
-        raise ScheduleError(f"stages: expected one stage per einsum ({len(graph.einsums)}), got {len(stages)}")
-    arch = stages[0].architecture
-    for e, st in enumerate(stages):
-        if st.workload.einsum != graph.einsums[e]:
-            raise ScheduleError(f"stages[{e}].workload: expected einsum {graph.einsums[e].text()!r}, got {st.workload.einsum.text()!r}")
-        if st.architecture != arch:
-            raise ScheduleError(f"stages[{e}].architecture: every stage must use one architecture")
-        for t in graph.intermediates:
-            if t in st.workload.tensor_names and st.home(t) != 0:
-                raise ScheduleError(f"stages[{e}].homes.{t}: an unfused intermediate is materialized at the top "
-                                    f"{arch.levels[0].name}, got {arch.levels[st.home(t)].name}")
-    results = tuple(replay(st, mode, **options) for st in stages)
-    figures = sum_figures(graph, [r.figures for r in results], arch)
-    time = sum((r.figures.time for r in results), Fraction(0))
-    oks = [r.data_ok for r in results]
-    data_ok = None if any(o is None for o in oks) else all(oks)
-    errors = [r.max_abs_error for r in results if r.max_abs_error is not None]
-    return UnfusedResult(figures, time, results, data_ok, max(errors) if errors else None)

@@ -24,7 +24,8 @@ import numpy as np
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.sim.walk import CHUNK, PieceTables, _check_capacity, _Counter, chunk_calls, piece_tables, route, tile_chunks
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
+from mapsearch.sim.pieces import CHUNK, PieceTables, check_capacity, piece_tables, tile_chunks
 
 _I64 = np.int64
 
@@ -71,7 +72,7 @@ def buffer_pieces(tables: PieceTables, stream: int, outside: frozenset[str] | No
                         tuple(tables.count(level[k], k) for k in range(len(dims))))
 
 
-class _PlacedCounter(_Counter):
+class _PlacedCounter(BufferCounter):
     """A buffer whose region reads, per dimension, either its stream level's piece or the parent's."""
 
     def __init__(self, schedule: Schedule, tables: PieceTables, tensor: str, stream: int,
@@ -125,7 +126,7 @@ def count_placed(schedule: Schedule, chunk: int = CHUNK) -> Figures:
                 allocations.append((t, c.largest))
                 if arch.double_buffering and c.entries > 1:
                     allocations.append((f"{t} (second buffer)", c.largest))
-        occupancy.append((level.name, _check_capacity(level.name, level.capacity, allocations)))
+        occupancy.append((level.name, check_capacity(level.name, level.capacity, allocations)))
     links = []
     for j in range(1, depth):
         wd, wu = sum(down[j].values()), sum(up[j].values())

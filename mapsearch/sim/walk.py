@@ -40,214 +40,20 @@ region (at most the output's words).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator
 
 import numpy as np
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
-
-CHUNK = 1 << 20  # tiles per generated chunk; bounds the walk's working memory
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
+from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
+from mapsearch.sim.placed import count_placed
+from mapsearch.sim.spatial import compute_instances, has_splits
+from mapsearch.sim.walk_spatial import count_spatial
 
 _I64 = np.int64
-
-
-@dataclass(frozen=True)
-class PieceTables:
-    """Per level ``i`` and dimension index ``d``: the level's pieces of that dimension.
-
-    ``start[i][d]``, ``size[i][d]``: every level-``i`` piece in order.
-    ``n_children[i][d]``, ``first_child[i][d]``: how many level-``i+1`` pieces
-    each splits into and the id of its first one (absent for the innermost level).
-    """
-
-    dims: tuple[str, ...]
-    start: tuple[tuple[np.ndarray, ...], ...]
-    size: tuple[tuple[np.ndarray, ...], ...]
-    n_children: tuple[tuple[np.ndarray, ...], ...]
-    first_child: tuple[tuple[np.ndarray, ...], ...]
-
-    def count(self, level: int, d: int) -> int:
-        return len(self.size[level][d])
-
-
-def piece_tables(schedule: Schedule) -> PieceTables:
-    """Split every dimension level by level with the contract's split-with-remainder rule."""
-    wl = schedule.workload
-    dims = wl.dims
-    extent = wl.extent
-    starts = [[np.zeros(1, _I64) for _ in dims]]
-    sizes = [[np.array([extent[d]], _I64) for d in dims]]
-    nch: list[list[np.ndarray]] = []
-    first: list[list[np.ndarray]] = []
-    for i in range(1, len(schedule.levels)):
-        tile = schedule.tile_extents(i)
-        lvl_s, lvl_z, lvl_n, lvl_f = [], [], [], []
-        for k, d in enumerate(dims):
-            t = int(tile[d])
-            ps, pz = starts[-1][k], sizes[-1][k]
-            n = -(-pz // t)
-            f = np.cumsum(n) - n
-            parent = np.repeat(np.arange(len(pz), dtype=_I64), n)
-            local = np.arange(int(n.sum()), dtype=_I64) - f[parent]
-            lvl_s.append(ps[parent] + local * t)
-            lvl_z.append(np.minimum(t, pz[parent] - local * t))
-            lvl_n.append(n)
-            lvl_f.append(f)
-        starts.append(lvl_s)
-        sizes.append(lvl_z)
-        nch.append(lvl_n)
-        first.append(lvl_f)
-    freeze = lambda rows: tuple(tuple(r) for r in rows)  # noqa: E731
-    return PieceTables(dims, freeze(starts), freeze(sizes), freeze(nch), freeze(first))
-
-
-def tile_chunks(schedule: Schedule, tables: PieceTables, level: int, chunk: int = CHUNK) -> Iterator[np.ndarray]:
-    """The level's tiles in execution order, as chunks of piece ids of shape ``(ndims, n)``.
-
-    Row ``k`` holds the piece id of ``tables.dims[k]`` at that level.
-    """
-    nd = len(tables.dims)
-    if level == 0:
-        yield np.zeros((nd, 1), _I64)
-        return
-    order = [tables.dims.index(d) for d in schedule.levels[level].order]  # outer -> inner
-    nch, first = tables.n_children[level - 1], tables.first_child[level - 1]
-    for parent in tile_chunks(schedule, tables, level - 1, chunk):
-        yield from _expand(parent, nch, first, order, chunk)
-
-
-def _expand(parent: np.ndarray, nch, first, order: list[int], chunk: int) -> Iterator[np.ndarray]:
-    """Children of each parent tile, parents in order, children in ``order`` (outer -> inner)."""
-    nd, n_par = parent.shape
-    cnt = np.stack([nch[k][parent[k]] for k in range(nd)])
-    base = np.stack([first[k][parent[k]] for k in range(nd)])
-    if n_par == 1 or bool((cnt == cnt[:, :1]).all()):
-        c = cnt[:, 0]
-        per = int(np.prod(c))
-        if per <= chunk:
-            # Every parent has the same children counts: one digit pattern, repeated.
-            grid = np.indices([int(c[k]) for k in order], dtype=_I64).reshape(len(order), per)
-            pattern = np.empty((nd, per), _I64)
-            pattern[order] = grid
-            step = max(1, chunk // per)
-            for a in range(0, n_par, step):
-                b = min(n_par, a + step)
-                yield np.repeat(base[:, a:b], per, axis=1) + np.tile(pattern, (1, b - a))
-            return
-    # Children counts vary (remainder pieces): mixed-radix digits per child.
-    per = cnt.prod(axis=0)
-    cum = np.cumsum(per)
-    total = int(cum[-1])
-    for a in range(0, total, chunk):
-        j = np.arange(a, min(total, a + chunk), dtype=_I64)
-        p = np.searchsorted(cum, j, side="right")
-        local = j - (cum[p] - per[p])
-        out = np.empty((nd, len(j)), _I64)
-        for k in reversed(order):
-            ck = cnt[k, p]
-            out[k] = base[k, p] + local % ck
-            local //= ck
-        yield out
-
-
-class _Counter:
-    """Entries, words and (outputs) partial-sum reloads of one tensor kept at one level."""
-
-    def __init__(self, schedule: Schedule, tables: PieceTables, tensor: str, level: int):
-        wl = schedule.workload
-        dim_index = {d: k for k, d in enumerate(tables.dims)}
-        access = wl.tensor(tensor)
-        self.is_output = wl.is_output(tensor)
-        self.axes = [tuple((dim_index[d], c) for d, c in ix.terms) for ix in access.indices]
-        self.start = tables.start[level]
-        self.size = tables.size[level]
-        self.prev: list | None = None
-        self.entries = 0
-        self.words = 0  # words of all entered regions
-        self.reload = 0  # outputs: words of entries into regions entered before
-        self.largest = 0
-        if self.is_output:
-            out_dims = [dim_index[d] for d in access.dims_in_order()]
-            self.out_dims = out_dims
-            self.radix = tuple(tables.count(level, k) for k in out_dims)
-            self.first_entry = np.full(math.prod(self.radix), np.iinfo(_I64).max, _I64)
-
-    def _keys(self, pid: np.ndarray) -> list[np.ndarray]:
-        keys = []
-        for terms in self.axes:
-            if len(terms) == 1 and terms[0][1] == 1:
-                keys.append(pid[terms[0][0]])  # plain axis: the piece id is the interval
-            else:
-                lo = sum(c * self.start[k][pid[k]] for k, c in terms)
-                span = sum(c * (self.size[k][pid[k]] - 1) for k, c in terms)
-                keys.extend((lo, lo + span))
-        return keys
-
-    def feed(self, pid: np.ndarray) -> None:
-        n = pid.shape[1]
-        keys = self._keys(pid)
-        change = np.zeros(n, bool)
-        moved = change[1:]
-        for key in keys:
-            moved |= key[1:] != key[:-1]
-        change[0] = self.prev is None or any(int(k[0]) != p for k, p in zip(keys, self.prev))
-        self.prev = [int(k[-1]) for k in keys]
-        idx = np.flatnonzero(change)
-        if len(idx) == 0:
-            return
-        at = pid[:, idx]
-        words = np.ones(len(idx), _I64)
-        for terms in self.axes:
-            if len(terms) == 1:
-                k, c = terms[0]
-                words *= c * (self.size[k][at[k]] - 1) + 1
-            else:
-                words *= sum(c * (self.size[k][at[k]] - 1) for k, c in terms) + 1
-        self.words += int(words.sum())
-        self.largest = max(self.largest, int(words.max()))
-        if self.is_output:
-            key = np.ravel_multi_index(tuple(at[k] for k in self.out_dims), self.radix)
-            pos = np.arange(self.entries, self.entries + len(idx), dtype=_I64)
-            np.minimum.at(self.first_entry, key, pos)
-            seen_before = self.first_entry[key] < pos
-            self.reload += int(words[seen_before].sum())
-        self.entries += len(idx)
-
-
-def _check_capacity(level: str, capacity: int | None, allocations: list[tuple[str, int]]) -> int:
-    """Sum the level's buffers in allocation order; raise ``CapacityError`` at the first that does not fit."""
-    used = 0
-    for what, words in allocations:
-        if capacity is not None and used + words > capacity:
-            from mapsearch.sim.errors import CapacityError
-
-            raise CapacityError(level, what, used, words, capacity)
-        used += words
-    return used
-
-
-def chunk_calls(pid: np.ndarray, calls_per_piece: list) -> int:
-    """Op calls of a chunk of innermost tiles: per tile, the product over dims of ``ceil(piece / block)``."""
-    calls = np.ones(pid.shape[1], _I64)
-    for k, cp in enumerate(calls_per_piece):
-        if cp.max() > 1:
-            calls *= cp[pid[k]]
-    return int(calls.sum())
-
-
-def route(counter, source: int, level: int, tensor: str, down: list, up: list) -> None:
-    """Count a buffer's words on every link between its source level and its own level."""
-    for j in range(source + 1, level + 1):
-        if counter.is_output:
-            up[j][tensor] += counter.words
-            down[j][tensor] += counter.reload
-        else:
-            down[j][tensor] += counter.words
 
 
 def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, int]]:
@@ -267,15 +73,9 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     Raises the simulator's ``CapacityError`` when a level's peak occupancy
     exceeds its capacity.
     """
-    from mapsearch.sim.spatial import compute_instances, has_splits
-
     if has_splits(schedule):
-        from mapsearch.sim.walk_spatial import count_spatial
-
         return count_spatial(schedule)
     if schedule.placed:
-        from mapsearch.sim.placed import count_placed
-
         return count_placed(schedule, chunk)
     wl = schedule.workload
     arch = schedule.architecture
@@ -289,7 +89,7 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     occupancy = []
     op_calls = 0
     for i in range(depth):
-        counters = {t: _Counter(schedule, tables, t, i) for t in names if schedule.keeps(t, i)}
+        counters = {t: BufferCounter(schedule, tables, t, i) for t in names if schedule.keeps(t, i)}
         calls_per_piece = None
         if i == inner:
             calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(len(block))]
@@ -298,14 +98,14 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
                 for c in counters.values():
                     c.feed(pid)
                 if n == 0:  # the first tiles are the largest: an overflow shows now, not after the walk
-                    _check_capacity(arch.levels[i].name, arch.levels[i].capacity, _allocations(schedule, i, counters))
+                    check_capacity(arch.levels[i].name, arch.levels[i].capacity, _allocations(schedule, i, counters))
                 if calls_per_piece is not None:
                     op_calls += chunk_calls(pid, calls_per_piece)
         allocations = _allocations(schedule, i, counters)
         for t, c in counters.items():
             route(c, schedule.keeper_above(t, i), i, t, down, up)
         level = arch.levels[i]
-        occupancy.append((level.name, _check_capacity(level.name, level.capacity, allocations)))
+        occupancy.append((level.name, check_capacity(level.name, level.capacity, allocations)))
     links = []
     for j in range(1, depth):
         link = arch.levels[j].link

@@ -39,6 +39,7 @@ import numpy as np
 
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.pieces import check_capacity, tile_chunks
 from mapsearch.sim.spatial import Layout, VirtualTables, compute_instances, virtual_tables
 
 CHUNK_CELLS = 1 << 21  # (step, instance) cells per chunk and level
@@ -68,7 +69,9 @@ class _Tracker:
         self.level = level
         self.is_output = wl.is_output(tensor)
         dims = wl.dims
-        self.axes = [tuple((dims.index(d), c) for d, c in ix.terms) for ix in wl.tensor(tensor).indices]
+        axes = [tuple((dims.index(d), c) for d, c in ix.terms) for ix in wl.tensor(tensor).indices]
+        # A rank-0 tensor gets one axis with no terms: its region is always [0, 0], one word.
+        self.axes = axes or [()]
         self.n = layout.count[level]
         self.src = schedule.keeper_above(tensor, level)
         self.flushable = self.is_output and self.src != schedule.home(tensor)
@@ -89,7 +92,7 @@ class _Tracker:
         self.seen = np.zeros(0, _I64)  # outputs: keys (instance, region) entered before
         self.radix = None
         if self.is_output:
-            self.radix = (self.n,) + tuple(int(wl.tensor_shape(tensor)[a]) for a in range(len(self.axes)))
+            self.radix = (self.n,) + tuple(int(x) for x in (wl.tensor_shape(tensor) or (1,)))
         self.change: np.ndarray | None = None  # this chunk's change mask, for the levels below
 
     def _weights(self, layout: Layout) -> None:
@@ -121,8 +124,9 @@ class _Tracker:
         """``(2*axes, steps, instances)``: lo, hi per axis of the tiles (valid where active)."""
         cols = []
         for terms in self.axes:
-            lo = sum(c * start[k] for k, c in terms)
-            hi = sum(c * (start[k] + size[k] - 1) for k, c in terms)
+            zero = np.zeros_like(start[0])  # the shape of a region column, also for an axis with no terms
+            lo = sum((c * start[k] for k, c in terms), zero)
+            hi = sum((c * (start[k] + size[k] - 1) for k, c in terms), zero)
             cols += [lo, hi]
         return np.stack(cols)
 
@@ -210,15 +214,11 @@ class _Tracker:
 
 
 def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
-    from mapsearch.sim.walk import tile_chunks
-
     yield from tile_chunks(schedule, vt, len(schedule.levels) - 1, chunk)  # type: ignore[arg-type]
 
 
 def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
     """Peak occupancy per level (over instances) from the largest tiles seen so far; raises on overflow."""
-    from mapsearch.sim.walk import _check_capacity
-
     wl, arch = schedule.workload, schedule.architecture
     out = []
     for i in range(arch.depth):
@@ -234,7 +234,7 @@ def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
                     allocations.append((t, words))
                     if arch.double_buffering and words < wl.tensor_words(t):
                         allocations.append((f"{t} (second buffer)", words))
-            peak = max(peak, _check_capacity(level.name, level.capacity, allocations))
+            peak = max(peak, check_capacity(level.name, level.capacity, allocations))
         out.append((level.name, peak))
     return out
 

@@ -1,1 +1,1 @@
-"""Running the solver: options, user constraints, the solve itself, and explanations."""
+"""Running the solver: the solve itself, explanations of infeasibility, chains of einsums, paths through trees."""

@@ -12,17 +12,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
+import mapsearch.budget as budget
+from mapsearch.errors import InfeasibleError, Interrupted, MapsearchError, SolverTimeout
 from mapsearch.model.family import combined_status, family_restrictions, proven_status
 from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
 from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.teaal import TeaalSpec
+
+if TYPE_CHECKING:  # the replay checks import this module for ChainResult
+    from mapsearch.solve.chain_replay import ChainReplay
 from mapsearch.spec.workload import WorkloadGraph
 
 
@@ -30,7 +36,7 @@ from mapsearch.spec.workload import WorkloadGraph
 class FusedOutcome:
     level: str
     schedule: FusedSchedule | None
-    status: str  # OPTIMAL, OPTIMAL_IN_FAMILY, FEASIBLE, INFEASIBLE, TIMEOUT, UNSUPPORTED
+    status: str  # OPTIMAL, OPTIMAL_IN_FAMILY, FEASIBLE, INFEASIBLE, TIMEOUT, UNSUPPORTED, INTERRUPTED
     phases: tuple[Phase, ...] = ()
     seconds: float = 0.0
     reason: str = ""
@@ -97,6 +103,8 @@ class ChainResult:
     # (level name, outcome or None, why not)
     materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
     plans: tuple[GroupPlan, ...] = ()  # chains of 3+ einsums: partly fused
+    teaal: TeaalSpec | None = None  # the TeAAL specification whose mapping constrained the einsums
+    replay: ChainReplay | None = None  # the replay checks (mapsearch.solve.entry.solve_chain fills them in)
 
     def candidates(self) -> list[tuple[str, Fraction, int]]:
         out = [(f"fused at {o.level}", o.schedule.predicted.time, o.schedule.predicted.words_total)
@@ -142,6 +150,10 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
         fe = build_fused(graph, arch, homes, level)
     except UnsupportedProblem as e:
         return FusedOutcome(name, None, "UNSUPPORTED", reason=str(e), seconds=time.perf_counter() - start)
+    except SolverTimeout as e:  # the time ran out while the model was built
+        return FusedOutcome(name, None, "TIMEOUT", reason=str(e), seconds=time.perf_counter() - start)
+    except Interrupted as e:
+        return FusedOutcome(name, None, "INTERRUPTED", reason=str(e), seconds=time.perf_counter() - start)
     except InfeasibleError as e:
         own = sorted({d for d, _ in graph.extents} - set(graph.shared_dims))
         return FusedOutcome(name, None, "INFEASIBLE", seconds=time.perf_counter() - start,
@@ -159,6 +171,8 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
                             seconds=time.perf_counter() - start)
     except SolverTimeout as e:
         return FusedOutcome(name, None, "TIMEOUT", reason=str(e), seconds=time.perf_counter() - start)
+    except Interrupted as e:
+        return FusedOutcome(name, None, "INTERRUPTED", reason=str(e), seconds=time.perf_counter() - start)
     restrictions = tuple(dict.fromkeys(r for enc in fe.stages for r in family_restrictions(enc)))
     status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return FusedOutcome(name, schedule, status, tuple(phases), time.perf_counter() - start,
@@ -176,22 +190,43 @@ def _decisions(fe: FusedEncoding) -> list:
 
 def solve_chain(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str] | None = None,
                 options: SolveOptions = SolveOptions()) -> ChainResult:
-    """Every fusion level below the top, and the unfused baseline."""
+    """Every fusion level below the top, and the unfused baseline, within one ``options.time_limit``.
+
+    The options share the time limit: each gets an equal share of the time
+    left when it starts (a fast one leaves more to the next), so the whole
+    chain ends within the limit and every option gets its turn.
+    """
     start = time.perf_counter()
     homes = dict(homes or {})
-    fused = tuple(solve_fused(graph, arch, homes, f, options) for f in range(1, arch.depth))
-    try:
-        unfused, reason = solve_unfused(graph, arch, homes, options), ""
-    except MapsearchError as e:
-        unfused, reason = None, str(e)
-    materialized = []
-    for h in range(1, arch.depth):
+    levels = range(1, arch.depth)
+    with budget.within(budget.Budget(options.time_limit, parent=budget.current())) as whole:
+        turn = _turns(whole, 2 * len(levels) + 1 + (len(graph.einsums) > 2))
+        fused = tuple(turn(lambda: solve_fused(graph, arch, homes, f, options)) for f in levels)
         try:
-            materialized.append((arch.levels[h].name, solve_unfused(graph, arch, homes, options, h), ""))
+            unfused, reason = turn(lambda: solve_unfused(graph, arch, homes, options)), ""
         except MapsearchError as e:
-            materialized.append((arch.levels[h].name, None, " ".join(str(e).split())))
-    plans = tuple(group_plans(graph, arch, homes, options)) if len(graph.einsums) > 2 else ()
+            unfused, reason = None, str(e)
+        materialized = []
+        for h in levels:
+            try:
+                materialized.append((arch.levels[h].name, turn(lambda: solve_unfused(graph, arch, homes, options, h)), ""))
+            except MapsearchError as e:
+                materialized.append((arch.levels[h].name, None, " ".join(str(e).split())))
+        plans = turn(lambda: tuple(group_plans(graph, arch, homes, options))) if len(graph.einsums) > 2 else ()
     return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized), plans)
+
+
+def _turns(whole: budget.Budget, count: int):
+    """``turn(work)`` runs ``work()`` within an equal share of the time ``whole`` has left for the turns to come."""
+    left = [count]
+
+    def turn(work):
+        share = whole.left() / max(1, left[0])
+        left[0] -= 1
+        with budget.within(budget.Budget(share, parent=whole)):
+            return work()
+
+    return turn
 
 
 def subgraph(graph: WorkloadGraph, indices: tuple[int, ...]) -> WorkloadGraph:
@@ -259,3 +294,13 @@ def _solve_group(graph, group, arch, homes, options):
                 for f in range(1, arch.depth)]
     done = [o for o in outcomes if o.schedule is not None]
     return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None
+
+
+def solve_teaal(graph: WorkloadGraph, arch: Architecture, spec: TeaalSpec, options: SolveOptions) -> ChainResult:
+    """Each einsum alone (unfused) with its TeAAL mapping constraints."""
+    start = time.perf_counter()
+    constraints = spec.constraints(arch)
+    stages = []
+    for i, c in enumerate(constraints):
+        stages.append(solve(Problem(graph.stage(i), arch, ()), c, options))
+    return ChainResult(graph, arch, (), UnfusedOutcome(tuple(stages)), "", time.perf_counter() - start)

@@ -8,15 +8,15 @@ hold together (``sufficient_assumptions_for_infeasibility``).
 
 from __future__ import annotations
 
-import math
 
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError
+from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.build import build
-from mapsearch.model.problem import Problem, footprint, pinned_dims
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
+from mapsearch.model.problem import Problem
+from mapsearch.model.windows import split_windows
+from mapsearch.spec.constraints import Constraints
 
 
 def explain_infeasible(p: Problem, constraints: Constraints, options: SolveOptions) -> InfeasibleError:
@@ -48,13 +48,11 @@ def _detail(p: Problem, guard: str) -> str:
     i = arch.index(name)
     need = home_words_of(p, i)
     parts = []
-    pinned = pinned_dims(w)
+    _, pinned, _ = split_windows(p, frozenset(), None)
     for t in w.tensor_names:
         if p.home(t) < i and i == arch.depth - 1:
-            access = w.tensor(t)
-            # The smallest tile: extent 1 along every dim, but filter dims are held whole.
-            smallest = math.prod(footprint(access, d, w)[0] * (w.extent[d] if d in pinned else 1)
-                                 + footprint(access, d, w)[1] for d in w.dims if d in access.dims)
+            # The smallest tile: extent 1 along every dim, but dims held whole (pinned) stay whole.
+            smallest = w.tensor(t).words({d: w.extent[d] if d in pinned else 1 for d in w.dims})
             parts.append(f"{t} {smallest}")
             need += smallest
     homes = home_words_of(p, i)
@@ -83,3 +81,14 @@ def _feasible_without_tile_limits(p: Problem, constraints: Constraints, options:
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = max(1.0, options.time_limit)
     return solver.solve(enc.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+
+def with_core(e: InfeasibleError) -> InfeasibleError:
+    """The error, its message naming every requirement of the core."""
+    message = " ".join(str(e).split())
+    missing = [name for name in e.core if name not in message]
+    if missing or not e.core:
+        message += f" (conflicting requirements: {', '.join(e.core) if e.core else 'none isolated'})"
+    if isinstance(e, NoScheduleInFamily):
+        return NoScheduleInFamily(message, e.core, e.restrictions)
+    return InfeasibleError(message, e.core)

@@ -14,20 +14,25 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ortools.sat.python import cp_model
 
-from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
+import mapsearch.budget as budget
+from mapsearch.errors import InfeasibleError, Interrupted, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.family import family_restrictions, proven_status
 from mapsearch.model.problem import Problem
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
-from mapsearch.solve.constraints import Constraints
+from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
+from mapsearch.solve.progress import finished, report, search
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +92,31 @@ class SolveResult:
     binding: tuple[Binding, ...]
     space: SearchSpace
     family_restrictions: tuple[str, ...] = ()  # what the search left out of the contract's family, for this problem
+    # Filled in by mapsearch.solve.entry: the replay of the schedule, where it differs from the prediction,
+    # and, for a tree architecture, every compute path's outcome (mapsearch.solve.tree.PathOutcome).
+    replayed: ReplayResult | None = None
+    mismatches: tuple[tuple[str, object, object], ...] = ()
+    paths: tuple[Any, ...] = ()
+    interrupted: bool = False  # Ctrl-C stopped the search: the best schedule so far, phases not run kept as found
+
+    @property
+    def figures(self) -> Figures:
+        """The predicted figures of the schedule (time, words per link and tensor, calls, occupancy)."""
+        return self.schedule.predicted
+
+    @property
+    def time(self) -> Fraction:
+        """Clocks: max(compute time, slowest link time)."""
+        return self.figures.time
+
+    @property
+    def words(self) -> int:
+        """Words moved over all links."""
+        return self.figures.words_total
+
+    @property
+    def utilization(self) -> Fraction:
+        return self.figures.utilization
 
     @property
     def proven(self) -> bool:
@@ -108,7 +138,10 @@ class SolveResult:
 
 def _solver(options: SolveOptions, time_left: float) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = max(0.01, time_left)
+    s.parameters.max_time_in_seconds = max(0.01, budget.seconds_left(time_left))
+    # Ctrl-C goes to the budget (mapsearch/solve/interrupt.py): CP-SAT's own handler would end only this
+    # phase as if out of time, and in a sweep's worker it would turn a dropped case into a result.
+    s.parameters.catch_sigint_signal = False
     if options.work_limit is not None:
         s.parameters.max_deterministic_time = options.work_limit
     s.parameters.num_workers = options.workers
@@ -174,6 +207,15 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     below the fewest op calls' compute time), the full phase is skipped.
     """
     start = time.perf_counter()
+    with budget.within(budget.Budget(options.time_limit, parent=budget.current())):
+        try:
+            return _solve(problem, constraints, options, start)
+        finally:
+            finished()
+
+
+def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:
+    report("building the model")
     enc = build(problem, constraints, options)
     restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
@@ -188,7 +230,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     )
     status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
-                       binding_report(schedule), search_space(enc), restrictions)
+                       binding_report(schedule), search_space(enc), restrictions, interrupted=budget.stopped())
 
 
 def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:
@@ -212,6 +254,9 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
     schedule = None
     previous = None
     for n, (name, expr, scale) in enumerate(objectives):
+        if budget.stopped() and previous is not None:
+            phases += _not_run(objectives[n:], previous, floor)  # Ctrl-C: keep the schedule as found
+            break
         model.minimize(expr)
         t0 = time.perf_counter()
         hint = coarse(options.time_limit - (t0 - start))
@@ -224,11 +269,14 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
         if hint is not None and known is not None and hint[0] == known:
             value = bound = hint[0]
             status, solver = "OPTIMAL", hint[1]
+        elif hint is not None and budget.stopped():
+            value, bound = hint[0], _clamp(0, known, hint[0])  # Ctrl-C after the coarse search: its schedule
+            status, solver = "FEASIBLE", hint[1]
         else:
             if hint is not None:
                 _hint(model, hint_vars, hint[1])
             solver = _solver(options, options.time_limit - (time.perf_counter() - start))
-            status = _STATUS[solver.solve(model)]
+            status = _STATUS[search(solver, model, name, objectives)]
             if status == "INFEASIBLE":
                 raise on_infeasible() if on_infeasible else InfeasibleError("infeasible")
             if status not in ("OPTIMAL", "FEASIBLE"):
@@ -240,10 +288,11 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                                         time.perf_counter() - t0, start_value, start_bound))
                     log.info("phase %s ends: %s, value %s, bound %s, gap %.1f%%", name, "FEASIBLE", phases[-1].value,
                              phases[-1].bound, 100 * phases[-1].gap)
+                    phases += _not_run(objectives[n + 1:], previous, floor)
                     break
-                raise SolverTimeout(
-                    f"no schedule found within {options.time_limit:g} s; best bound on {name}: "
-                    f"{Fraction(int(solver.best_objective_bound), scale)}")
+                if budget.stopped():
+                    raise Interrupted(f"interrupted before any schedule was found ({name} phase)")
+                raise SolverTimeout(_no_schedule(options, solver, name, scale))
             value = int(round(solver.objective_value))
             bound = _clamp(int(math.ceil(solver.best_objective_bound - 1e-9)), known, value)
         phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0,
@@ -252,10 +301,34 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                  phases[-1].value, phases[-1].bound, 100 * phases[-1].gap)
         schedule = decode(solver)
         previous = solver
+        if status != "OPTIMAL" and budget.stopped():
+            phases += _not_run(objectives[n + 1:], solver, floor)
+            break
         if n + 1 < len(objectives):
             model.add(expr <= value)  # keep this phase's optimum (or best found)
             _hint(model, hint_vars, solver)
     return phases, schedule
+
+
+def _not_run(objectives, solver: cp_model.CpSolver, floor) -> list[Phase]:
+    """Phases cut by Ctrl-C before they searched: the kept schedule's values, not proven (bound: the floor)."""
+    out = []
+    for name, expr, scale in objectives:
+        value = int(solver.value(expr))
+        out.append(Phase(name, "FEASIBLE", Fraction(value, scale), Fraction(_clamp(0, floor(name), value), scale), 0.0))
+    return out
+
+
+def _no_schedule(options: SolveOptions, solver: cp_model.CpSolver, name: str, scale: int) -> str:
+    """Why a phase ended without a schedule: the limit that stopped it, and its bound if it has one."""
+    if options.work_limit is not None and solver.deterministic_time >= 0.99 * options.work_limit:
+        limit = f"the work limit of {options.work_limit:g} deterministic s"
+    else:
+        limit = f"{options.time_limit:g} s"
+    raw = solver.best_objective_bound
+    known = math.isfinite(raw) and raw > 0
+    bound = f"best bound on {name}: {Fraction(int(math.ceil(raw - 1e-9)), scale)}" if known else f"no bound on {name} yet"
+    return f"no schedule found within {limit}; {bound}"
 
 
 def coarse_chains(extent: int, tiles) -> list[int]:
@@ -288,7 +361,7 @@ def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
         var = enc.choice[d]
         model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
     solver = _solver(options, min(time_left, max(0.05, time_left / 4)))
-    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if search(solver, model, "coarse search") not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return int(round(solver.objective_value)), solver
 

@@ -1,8 +1,8 @@
 """Replay a dense-style schedule on real sparse data (docs/sparse.md).
 
 ``replay_sparse(schedule, tensors, formats)`` walks the schedule's tiles
-exactly as the dense counting replay does (:func:`mapsearch.sim.walk.piece_tables`,
-:func:`~mapsearch.sim.walk.tile_chunks`: the same entries, i.e. region
+exactly as the dense counting replay does (:func:`mapsearch.sim.pieces.piece_tables`,
+:func:`~mapsearch.sim.pieces.tile_chunks`: the same entries, i.e. region
 changes of every tensor kept at a level), but an entered region costs the
 payload and metadata words of the nonzeros inside it in the tensor's format
 (:func:`mapsearch.sparse.format.words`) instead of its volume. It also counts,
@@ -33,14 +33,17 @@ from typing import Callable, Mapping
 import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.pieces import CHUNK, piece_tables, tile_chunks
 from mapsearch.sim.placed import buffer_pieces, buffer_stream
-from mapsearch.sim.walk import CHUNK, piece_tables, tile_chunks
 from mapsearch.sparse.format import Format, dense, words
 from mapsearch.sparse.partition import Partition
 from mapsearch.sparse.tensor import SparseTensor
 
 _I64 = np.int64
 PRODUCTS_PER_CHUNK = 1 << 22
+
+
+SPARSE_FIELDS = ("payload_down", "meta_down", "payload_up", "meta_up")  # the word kinds of a TensorWords
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ that the schedule can change is a product of per-dimension functions, and
 the sum of such a product over a link's transfers is
 :func:`~mapsearch.model.residency.link_measure` with those functions as
 footprints: ``x`` (the axis footprint), ``1`` (one per piece) or a table
-``h(x)`` (:func:`~mapsearch.model.chains.table_footprint`), exactly as the
+``h(x)`` (:func:`~mapsearch.model.footprints.table_footprint`), exactly as the
 dense words are. ``s_m`` of two or more changeable extents is not a product
 (``UnsupportedProblem``: hold all but one whole with tile limits, or use a
 format that does not need it). Expected words are linear in expected counts,
@@ -44,25 +44,26 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Mapping, Sequence
 
 from mapsearch.model.build import build, dimension_chains
-from mapsearch.model.chains import positional_footprint, table_footprint
+from mapsearch.model.footprints import positional_footprint, table_footprint
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem, UnsupportedProblem, footprint
 from mapsearch.model.residency import link_measure
 from mapsearch.model.traffic import UNIT
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
+from mapsearch.sim.counters import ReplayResult
+from mapsearch.spec.constraints import Constraints
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
 from mapsearch.sparse.model import DENOMINATOR, SparseModel, exact_effectual_ops, expected
-from mapsearch.sparse.replay import LinkWords, TensorWords
+from mapsearch.sparse.replay import SPARSE_FIELDS, LinkWords, SparseReplay, TensorWords
 
 TABLE_SCALE = 1 << 24
 TABLE_SCALES = (1 << 24, 1 << 18, 1 << 12, 1 << 8)  # tried in turn while the model's bounds overflow
@@ -335,6 +336,14 @@ class SparseSolveResult:
     tolerance: float  # relative tolerance of that check (table rounding; 1e-9 without tables)
     solve_seconds: float
     family_restrictions: tuple[str, ...] = ()  # what the search left out (model/family.py)
+    # Filled in by mapsearch.sparse.entry: the dense replay and where it differs from the dense prediction;
+    # the replay on sampled inputs (seed, nonzeros per input) and, for exact densities, where it differs.
+    replayed: ReplayResult | None = None
+    dense_mismatches: tuple[tuple[str, object, object], ...] = ()
+    sparse_replay: SparseReplay | None = None
+    mismatches: tuple[tuple[str, float, int], ...] = ()
+    seed: int | None = None
+    nonzeros: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def words_total(self) -> float:
@@ -530,3 +539,25 @@ def _check(links, check: SparseModel, measures, values) -> float:
                 if abs(a - b) > tol * max(abs(a), abs(b), 1.0):
                     raise SparseCheckError(f"{mine.name} {tm.tensor} {name}: closed form {a!r} != walk {b!r}")
     return tol
+
+
+def sparse_mismatches(result: SparseSolveResult, replayed: SparseReplay) -> list[tuple[str, float, int]]:
+    """``(field, expected, replayed)`` per link, tensor and word kind, and effectual ops, that differ.
+
+    For fixed-structured densities the model is exact: equal up to the
+    solver's stated tolerance (``result.tolerance``, relative; about 1e-9).
+    """
+    tol = result.tolerance
+    out = []
+
+    def check(field: str, a: float, b: int) -> None:
+        if abs(a - b) > tol * max(abs(a), abs(b), 1.0):
+            out.append((field, a, b))
+
+    for mine, theirs in zip(result.links, replayed.links):
+        for tm in mine.tensors:
+            tr = theirs.tensor(tm.tensor)
+            for name in SPARSE_FIELDS:
+                check(f"{mine.name} {tm.tensor} {name}", getattr(tm, name), getattr(tr, name))
+    check("effectual ops", result.effectual_ops, replayed.effectual_ops)
+    return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess
+from mapsearch.spec.einsum import AffineIndex, Einsum, TensorAccess
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<int>\d+)|(?P<op>\+=|[\[\],*+=]))")
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
+from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path
+
 __all__ = ["LevelEnergy", "EnergyModel", "energy_from_dict", "energy_to_dict", "leakage_per_clock"]
 
 
@@ -70,8 +72,6 @@ def leakage_per_clock(model: EnergyModel, arch: Any) -> Fraction:
 
 def energy_from_dict(data: Mapping[str, Any] | None, source: str, field: str, level_names: tuple[str, ...]) -> EnergyModel | None:
     """The ``energy:`` entry of an architecture (already checked by the schema); None when absent."""
-    from mapsearch.spec.load import _note, fraction_from_json, join_path
-
     if data is None:
         return None
     levels = []
@@ -88,8 +88,6 @@ def energy_from_dict(data: Mapping[str, Any] | None, source: str, field: str, le
 
 
 def energy_to_dict(model: EnergyModel) -> dict[str, Any]:
-    from mapsearch.spec.load import fraction_to_json
-
     return {
         "unit": model.unit,
         "levels": {e.level: {"read": fraction_to_json(e.read), "write": fraction_to_json(e.write),

@@ -16,10 +16,8 @@ shape across the einsums that use it, and at most one einsum writes it. Every
 error is one :class:`~mapsearch.errors.SpecError` line naming the file and
 the field, e.g. ``mm3.yaml: einsums[1]: tensor T has 3 axes here but 2 in einsums[0]``.
 
-:func:`load_workload_any` reads any workload file: a single einsum
-(``einsum: "..."``, :func:`mapsearch.spec.load.load_workload`), a chain
-(``einsums: [...]``) or a TeAAL specification (``einsum: {declaration, expressions}``,
-:mod:`mapsearch.spec.teaal`).
+:func:`mapsearch.spec.workload_files.load_workload_any` reads any workload
+file: one einsum, a chain, or a TeAAL specification.
 """
 
 from __future__ import annotations
@@ -27,12 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from mapsearch.spec import limits
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
-from mapsearch.spec.load import _error, _note, join_path, read_yaml, workload_from_dict
-from mapsearch.spec.workload import Einsum, Workload, WorkloadGraph
+from mapsearch.spec.reading import _error, _note, join_path, read_yaml
+from mapsearch.spec.workload import Einsum, WorkloadGraph
 
 __all__ = ["graph_from_dict", "graph_and_homes_from_dict", "graph_from_einsums", "load_graph", "load_graph_homes",
-           "load_workload_any", "graph_to_dict"]
+           "graph_to_dict"]
 
 _KEYS = {"name", "description", "einsums", "extents", "homes"}
 
@@ -60,6 +59,9 @@ def graph_from_einsums(name: str, einsums: Sequence[Einsum], extents: Mapping[st
             raise _note(source, join_path([extents_field, d]), f"unknown dimension; the einsums use {', '.join(used)}")
         if not _is_int(v) or v < 1:
             raise _error(source, join_path([extents_field, d]), "int >= 1", v)
+        too_big = limits.extent_error(v)
+        if too_big is not None:
+            raise _note(source, join_path([extents_field, d]), too_big)
     for i, e in enumerate(einsums):
         for d in e.dims:
             if d not in extents:
@@ -160,26 +162,6 @@ def load_graph(path: str | Path) -> WorkloadGraph:
 
 def load_graph_homes(path: str | Path) -> dict[str, str]:
     return graph_and_homes_from_dict(read_yaml(path), str(path))[1]
-
-
-def load_workload_any(path: str | Path, extents: Mapping[str, int] | None = None) -> Workload | WorkloadGraph:
-    """A single einsum (``einsum: "text"``) as a :class:`Workload`; a chain (``einsums:``) or a
-    TeAAL specification (``einsum: {declaration, expressions}``) as a :class:`WorkloadGraph`.
-
-    ``extents`` is only used by TeAAL files without a ``shape`` section.
-    """
-    source = str(path)
-    data = read_yaml(path)
-    if isinstance(data, Mapping) and "einsums" in data:
-        return graph_from_dict(data, source)
-    if isinstance(data, Mapping) and isinstance(data.get("einsum"), Mapping):
-        from mapsearch.spec.teaal import teaal_from_dict
-
-        return teaal_from_dict(data, source, extents).graph
-    if isinstance(data, Mapping) and "einsum" in data:
-        return workload_from_dict(data, source)
-    raise _note(source, "", "expected a workload: 'einsum: <text>' (one einsum), 'einsums: [...]' (a chain) "
-                "or a TeAAL specification ('einsum: {declaration, expressions}')")
 
 
 def graph_to_dict(graph: WorkloadGraph, homes: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Read workload and architecture specs from YAML, in steps.
 
 1. Read the text and parse the YAML (a syntax error names the file and line;
-   a key given twice is an error too, not a silent overwrite).
+   a key given twice is an error too, not a silent overwrite):
+   :mod:`mapsearch.spec.reading`.
 2. Validate the raw data against the JSON Schema shipped in ``schemas/``; the
-   first error names its field by its path, e.g. ``levels[2].capacity``.
+   first error names its field by its path, e.g. ``levels[2].capacity``:
+   :mod:`mapsearch.spec.schema`.
 3. Semantic checks the schema cannot express (the einsum parses, every
    dimension has an extent, level names are unique, ...).
 4. Build the frozen objects of :mod:`mapsearch.spec.workload` and
@@ -15,25 +17,33 @@ line, e.g. ``arch.yaml: levels[2].capacity: expected int > 0, got -4``.
 The ``*_to_dict`` functions write the same formats back (used for the
 architecture and workload embedded in a schedule file), so that
 ``architecture_from_dict(architecture_to_dict(a), src) == a``.
+An architecture argument may also name a tree file with one compute, or a
+preset (:func:`resolve_architecture`; the presets are ``mapsearch/presets/*.yaml``).
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
-import re
-from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
+from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-import jsonschema
-import yaml
-
 from mapsearch.errors import SpecError
-from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis, as_fraction
+from mapsearch.spec import limits
+from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
+from mapsearch.spec.energy import energy_from_dict, energy_to_dict
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
+from mapsearch.spec.reading import (
+    _error,
+    _note,
+    fraction_from_json,
+    fraction_to_json,
+    join_path,
+    read_yaml,
+)
+from mapsearch.spec.schema import validate_against
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import single_architecture
 from mapsearch.spec.workload import Workload
 
 __all__ = [
@@ -45,238 +55,17 @@ __all__ = [
     "architecture_from_dict",
     "homes_from_dict",
     "check_homes",
+    "check_problem",
     "workload_to_dict",
     "architecture_to_dict",
-    "fraction_to_json",
-    "fraction_from_json",
-    "validate_against",
-    "schema",
+    "read_yaml",
+    "PRESET_DIR",
+    "preset_names",
+    "preset_path",
+    "load_preset",
+    "load_architecture_file",
+    "resolve_architecture",
 ]
-
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
-
-# --------------------------------------------------------------------------
-# Small helpers shared with the schedule JSON reader.
-# --------------------------------------------------------------------------
-
-
-def _short(value: object, limit: int = 60) -> str:
-    """``repr`` on one line, cut to ``limit`` characters."""
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _error(source: str, field: str, expected: str, got: object) -> SpecError:
-    """``source: field: expected X, got Y`` with ``Y`` kept short and on one line."""
-    return SpecError(source, field, expected, got, detail=f"expected {expected}, got {_short(got)}")
-
-
-def _note(source: str, field: str, detail: str) -> SpecError:
-    """``source: field: detail`` for errors that do not read as expected/got."""
-    return SpecError(source, field, "", None, detail=" ".join(detail.split()))
-
-
-def join_path(parts: Iterable[object], prefix: str = "") -> str:
-    """``['levels', 2, 'capacity']`` -> ``'levels[2].capacity'`` (after ``prefix``)."""
-    out = prefix
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif not _PLAIN_KEY.match(str(p)):
-            out += f"[{str(p)!r}]"  # e.g. a key with spaces or newlines
-        else:
-            out += f".{p}" if out else str(p)
-    return out
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
-
-
-def fraction_to_json(value: Fraction | int) -> int | str:
-    """An exact number as JSON: an int when integral, else the text ``'a/b'``."""
-    value = Fraction(value)
-    return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
-def fraction_from_json(value: object, source: str, field: str, *, positive: bool = False, nonnegative: bool = False) -> Fraction:
-    """The exact value of an int, a decimal, or ``'a/b'`` text; SpecError naming ``field`` otherwise."""
-    want = "a number > 0 (int, decimal or 'a/b')" if positive else "a number (int, decimal or 'a/b')"
-    if nonnegative:
-        want = "a number >= 0 (int, decimal or 'a/b')"
-    try:
-        x = as_fraction(value)
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise _error(source, field, want, value) from None
-    if (positive and x <= 0) or (nonnegative and x < 0):
-        raise _error(source, field, want, value)
-    return x
-
-
-# --------------------------------------------------------------------------
-# Step 1: YAML.
-# --------------------------------------------------------------------------
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    loader.flatten_mapping(node)
-    seen: dict[object, None] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable key: let SafeLoader report it
-            break
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
-            )
-        seen[key] = None
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_text(path: str | Path) -> str:
-    """The file's text; a missing or unreadable file is a one-line SpecError."""
-    source = str(path)
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _note(source, "", "no such file") from None
-    except IsADirectoryError:
-        raise _note(source, "", "is a directory, expected a file") from None
-    except UnicodeDecodeError as e:
-        raise _note(source, "", f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise _note(source, "", f"cannot read: {e.strerror or e}") from None
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """Parse YAML text; a syntax error names the source and the line."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        problem = e.problem or e.context or "syntax error"
-        raise _note(source, where, f"malformed YAML: {problem}") from None
-    except yaml.YAMLError as e:
-        raise _note(source, "", f"malformed YAML: {e}") from None
-
-
-def read_yaml(path: str | Path) -> Any:
-    return parse_yaml(read_text(path), str(path))
-
-
-# --------------------------------------------------------------------------
-# Step 2: JSON Schema.
-# --------------------------------------------------------------------------
-
-
-def _is_int(checker: object, instance: object) -> bool:
-    """JSON Schema 'integer' without booleans and without floats such as 4.0."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int)
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
-
-
-@lru_cache(maxsize=None)
-def _load_schema(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def schema(name: str) -> dict:
-    """A schema shipped in ``mapsearch/spec/schemas`` by file stem, e.g. ``'architecture'``."""
-    return _load_schema(str(SCHEMA_DIR / f"{name}.schema.json"))
-
-
-@lru_cache(maxsize=None)
-def _validator_for(path: str) -> Any:
-    from referencing import Registry, Resource
-
-    resources = [
-        (s["$id"], Resource.from_contents(s))
-        for s in (_load_schema(str(p)) for p in sorted(SCHEMA_DIR.glob("*.schema.json")))
-        if "$id" in s
-    ]
-    return _Validator(_load_schema(path), registry=Registry().with_resources(resources))
-
-
-_FALLBACK = {
-    "type": lambda v: " or ".join(v) if isinstance(v, list) else str(v),
-    "minimum": lambda v: f"a number >= {v}",
-    "exclusiveMinimum": lambda v: f"a number > {v}",
-    "maximum": lambda v: f"a number <= {v}",
-    "enum": lambda v: "one of " + ", ".join(repr(x) for x in v),
-    "const": lambda v: repr(v),
-    "minLength": lambda v: f"a string of at least {v} characters",
-    "minItems": lambda v: f"at least {v} items",
-    "minProperties": lambda v: f"at least {v} entries",
-    "pattern": lambda v: f"text matching {v}",
-    "uniqueItems": lambda v: "items without repeats",
-}
-
-
-def _schema_error(error: jsonschema.ValidationError, source: str, prefix: str) -> SpecError:
-    """One line for one jsonschema error, named by the instance path."""
-    parts = list(error.absolute_path)
-    sub = error.schema if isinstance(error.schema, dict) else {}
-    instance = error.instance
-    if error.validator == "required" and isinstance(instance, dict):
-        missing = next((k for k in error.validator_value if k not in instance), None)
-        want = sub.get("properties", {}).get(missing, {}).get("x-expected", "a value")
-        return _note(source, join_path(parts + [missing], prefix), f"missing; expected {want}")
-    if error.validator == "additionalProperties" and isinstance(instance, dict) and error.validator_value is False:
-        known = list(sub.get("properties", {}))
-        extra = str(next((k for k in instance if k not in known), None))
-        close = difflib.get_close_matches(extra, known, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return _note(source, join_path(parts + [extra], prefix), f"unknown field{hint}; expected one of {', '.join(known)}")
-    if error.schema is False:
-        return _note(source, join_path(parts, prefix), "not allowed here")
-    if "x-detail" in sub:
-        return _note(source, join_path(parts, prefix), sub["x-detail"])
-    expected = sub.get("x-expected")
-    if expected is None:
-        fallback = _FALLBACK.get(str(error.validator))
-        expected = fallback(error.validator_value) if fallback else error.message
-    return _error(source, join_path(parts, prefix), expected, instance)
-
-
-def validate_against(data: object, schema_name_or_path: str | Path, source: str, prefix: str = "") -> None:
-    """Raise a SpecError for the first schema violation of ``data``.
-
-    ``schema_name_or_path`` is a schema stem in ``mapsearch/spec/schemas`` or
-    the path of a schema file. ``prefix`` is put before every field name (for
-    a part of a bigger document, e.g. ``'architecture'``).
-    """
-    path = Path(schema_name_or_path)
-    if path.suffix != ".json":
-        path = SCHEMA_DIR / f"{schema_name_or_path}.schema.json"
-    validator = _validator_for(str(path))
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return
-    # The shallowest error first (a missing block before what is inside it),
-    # then document order, so the message is stable.
-    # At one depth an unknown field comes first: it is usually a misspelling
-    # of the field that is then reported missing.
-    best = min(
-        errors,
-        key=lambda e: (len(e.absolute_path), e.validator != "additionalProperties", [str(p) for p in e.absolute_path]),
-    )
-    if best.context:  # anyOf / oneOf: report the most specific branch
-        best = jsonschema.exceptions.best_match(best.context) or best
-    raise _schema_error(best, source, prefix)
-
 
 # --------------------------------------------------------------------------
 # Steps 3 and 4: semantic checks and frozen objects.
@@ -298,6 +87,9 @@ def _workload(data: Mapping[str, Any], source: str, prefix: str) -> Workload:
     for d in dims:
         if d not in extents:
             raise _note(source, f("extents", d), f"missing; the einsum uses dimension {d!r} (expected int >= 1)")
+        too_big = limits.extent_error(extents[d])
+        if too_big is not None:
+            raise _note(source, f("extents", d), too_big)
     return Workload(data["name"], einsum, tuple((d, int(extents[d])) for d in dims))
 
 
@@ -343,6 +135,7 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
         capacity = raw["capacity"]
         if capacity is None and i != 0:
             raise _error(source, f("levels", i, "capacity"), "int > 0 (only the top level may be unbounded, null)", None)
+        _guard(limits.capacity_error(capacity), source, f("levels", i, "capacity"))
         link = None
         if i == 0:
             if "link" in raw:
@@ -350,18 +143,20 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
         else:
             raw_link = raw.get("link") or {}
             # 0 is a free link (a peer's unbounded bandwidth, or the wires to a MAC's operand latches).
-            down = fraction_from_json(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"), nonnegative=True)
+            down = _rate(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"),
+                         free=True)
             up_raw = raw_link.get("output_clocks_per_word")
-            up = down if up_raw is None else fraction_from_json(up_raw, source, f("levels", i, "link", "output_clocks_per_word"), nonnegative=True)
+            up = down if up_raw is None else _rate(up_raw, source, f("levels", i, "link", "output_clocks_per_word"),
+                                                   free=True)
             link = Link(down, up, raw_link.get("lines", SHARED))
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
     compute_raw = data.get("compute") or {}
     block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
-    clocks = fraction_from_json(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"), positive=True)
+    for d, b in block:
+        _guard(limits.extent_error(b), source, f("compute", "block", d))
+    clocks = _rate(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"))
     from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
-
-    from mapsearch.spec.energy import energy_from_dict
 
     energy = energy_from_dict(data.get("energy"), source, f("energy"), tuple(lv.name for lv in levels))
     return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
@@ -374,6 +169,7 @@ def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tup
     given = raw.get("instances")
     if raw_mesh is None:
         n = 1 if given is None else int(given)
+        _guard(limits.instances_error(n), source, f("levels", i, "instances"))
         if n != 1 and i == 0:
             raise _note(source, f("levels", 0, "instances"), "the top level cannot have a mesh (spatial instances); remove this field")
         return n, (() if n == 1 else (MeshAxis("x", n, ("all",)),))
@@ -385,12 +181,27 @@ def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tup
         if ax["name"] in seen:
             raise _error(source, f("levels", i, "mesh", j, "name"), f"an axis name not used by another axis (mesh[{seen[ax['name']]}])", ax["name"])
         seen[ax["name"]] = j
+        _guard(limits.instances_error(ax["size"], ax["name"]), source, f("levels", i, "mesh", j, "size"))
         reuse = tuple(ax.get("may_reuse", ["all"]))
         axes.append(MeshAxis(ax["name"], int(ax["size"]), reuse))
     n = math.prod(a.size for a in axes)
+    _guard(limits.instances_error(n), source, f("levels", i, "mesh"))
     if given is not None and int(given) != n:
         raise _error(source, f("levels", i, "instances"), f"{n} (the product of the mesh sizes) or no instances field", given)
     return n, tuple(axes)
+
+
+def _guard(problem: str | None, source: str, field: str) -> None:
+    """Raise the size guard's complaint (:mod:`mapsearch.spec.limits`), if any, as a SpecError on ``field``."""
+    if problem is not None:
+        raise _note(source, field, problem)
+
+
+def _rate(value: object, source: str, field: str, free: bool = False) -> Fraction:
+    """A cost in clocks (per word, per call): an exact number > 0 the solver can scale by (``free``: >= 0)."""
+    x = fraction_from_json(value, source, field, positive=not free, nonnegative=free)
+    _guard(limits.exact_error(x), source, field)
+    return x
 
 
 def architecture_from_dict(data: object, source: str = "<architecture>") -> Architecture:
@@ -415,6 +226,43 @@ def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Arch
             raise _error(source, join_path(["homes", tensor]), f"a level of {architecture.name!r} ({', '.join(levels)})", level)
 
 
+def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
+                  architecture_source: str) -> None:
+    """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
+
+    The compute block may name only the workload's dimensions, a mesh
+    axis's ``may_reuse`` only its tensors (or the roles); the largest
+    figure must fit the solver's integers (:func:`limits.problem_error`).
+    """
+    extents = tuple(extents)
+    tensors = tuple(tensors)
+    dims = [d for d, _ in extents]
+    for d, _ in architecture.compute.block:
+        if d not in dims:
+            raise _note(architecture_source, join_path(["compute", "block", d]),
+                        f"unknown dimension; the workload {source} uses {', '.join(dims)}")
+    for i, lv in enumerate(architecture.levels):
+        for j, axis in enumerate(lv.mesh):
+            for k, name in enumerate(axis.may_reuse):
+                if name not in _REUSE_ROLES and name not in tensors:
+                    raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k]),
+                                 f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
+    numbers = [architecture.compute.clocks_per_call]
+    numbers += [x for lv in architecture.levels if lv.link is not None
+                for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
+    instances = math.prod(lv.instances for lv in architecture.levels)
+    block = dict(architecture.compute.block)
+    problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
+    if problem is None:
+        return
+    if limits.problem_error(extents, block, len(tensors), 1, ()) is not None:  # the extents alone are too big
+        raise _note(source, "extents", f"{problem} (on {architecture_source})")
+    raise _note(architecture_source, "", f"with {source}: {problem}")
+
+
+_REUSE_ROLES = ("input", "output", "all", "none")
+
+
 def load_workload(path: str | Path) -> Workload:
     """Read a workload YAML file (see ``examples/matmul-4x4x4.yaml``)."""
     return workload_from_dict(read_yaml(path), str(path))
@@ -433,15 +281,62 @@ def load_architecture(path: str | Path) -> Architecture:
 def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tuple[Workload, Architecture, dict[str, str]]:
     """Read both files and check the workload's homes against the architecture.
 
-    ``architecture_path`` may also name a preset (:mod:`mapsearch.presets`)
+    ``architecture_path`` may also name a preset (:func:`resolve_architecture`)
     when no such file exists.
     """
-    from mapsearch.presets import resolve_architecture  # presets read files through this module
-
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
     architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
+    check_problem(workload.extents, workload.tensor_names, architecture, str(workload_path), str(architecture_path))
     return workload, architecture, homes
+
+
+# --------------------------------------------------------------------------
+# Architecture files of any format, and the bundled presets.
+# --------------------------------------------------------------------------
+
+# The presets are package data of mapsearch.presets (which re-exports the
+# functions below); they are found by path so that reading them needs no
+# import of that package, which sits above this module.
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+def preset_names() -> tuple[str, ...]:
+    """The names of the shipped presets, sorted."""
+    return tuple(sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
+
+
+def preset_path(name: str) -> Path:
+    """The YAML file of preset ``name``; SpecError listing the presets if there is none."""
+    path = PRESET_DIR / f"{name}.yaml"
+    if "/" in name or "\\" in name or not path.is_file():
+        raise SpecError(str(name), "", "", detail=f"no such file or preset; presets: {', '.join(preset_names())}")
+    return path
+
+
+def load_architecture_file(path: str | Path) -> Architecture:
+    """A flat architecture file, or a tree file (``docs/tree-format.md``) with one compute."""
+    if is_tree_file(path):
+        return single_architecture(load_tree(path))
+    return load_architecture(path)
+
+
+def load_preset(name: str) -> Architecture:
+    """The architecture of preset ``name``, a flat architecture file or a one-path tree."""
+    return load_architecture_file(preset_path(name))
+
+
+def resolve_architecture(name_or_path: str | Path) -> tuple[Architecture, str]:
+    """``(architecture, source)`` for a file path if it exists, else a preset name.
+
+    ``source`` is the path as given, or ``preset:NAME``. Neither a file nor a
+    preset: one SpecError line, ``NAME: no such file or preset; presets: ...``.
+    """
+    path = Path(name_or_path)
+    if path.exists():
+        return load_architecture_file(path), str(name_or_path)
+    name = str(name_or_path)
+    return load_preset(name), f"preset:{name}"
 
 
 # --------------------------------------------------------------------------
@@ -483,14 +378,8 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
         },
         "double_buffering": architecture.double_buffering,
         **({"dram": _dram_to_dict(architecture.dram)} if architecture.dram is not None else {}),
-        **({"energy": _energy_to_dict(architecture.energy)} if architecture.energy is not None else {}),
+        **({"energy": energy_to_dict(architecture.energy)} if architecture.energy is not None else {}),
     }
-
-
-def _energy_to_dict(model: Any) -> dict[str, Any]:
-    from mapsearch.spec.energy import energy_to_dict
-
-    return energy_to_dict(model)
 
 
 def _dram_to_dict(spec: Any) -> dict[str, Any]:

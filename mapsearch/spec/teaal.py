@@ -31,7 +31,7 @@ Mapping into mapsearch (decisions, see docs/fusion.md "Replay decisions"):
 
   - ``uniform_shape(N)``: parts of ``N`` coordinates. The ``p``-th operator
     limits dimension ``r``'s tile at level ``p`` below the top to exactly
-    ``min(N, extent)``: a :class:`~mapsearch.solve.constraints.TileLimit` with
+    ``min(N, extent)``: a :class:`~mapsearch.spec.constraints.TileLimit` with
     ``lo == hi`` (its sizes are also in ``partitions``).
   - ``uniform_occupancy(L.N)`` (TeAAL): parts of ``N`` non-empty coordinates of
     ``R`` in each fiber of the leader ``L`` (an input of the einsum);
@@ -61,7 +61,9 @@ from pathlib import Path
 from typing import Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.load import _error, _note, join_path, read_yaml
+from mapsearch.spec.constraints import Constraints, TileLimit
+from mapsearch.spec.graph_load import graph_from_einsums
+from mapsearch.spec.reading import _error, _note, join_path, read_yaml
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, WorkloadGraph
 
 __all__ = ["PartitionOp", "TeaalSpec", "TeaalSyntaxError", "parse_expression", "teaal_from_dict", "load_teaal"]
@@ -191,9 +193,7 @@ class TeaalSpec:
         return tuple(out)
 
     def constraints(self, architecture) -> tuple:
-        """One :class:`~mapsearch.solve.constraints.Constraints` per einsum (graph order), for ``architecture``."""
-        from mapsearch.solve.constraints import Constraints, TileLimit
-
+        """One :class:`~mapsearch.spec.constraints.Constraints` per einsum (graph order), for ``architecture``."""
         depth = architecture.depth
         names = architecture.level_names
         ext = self.graph.extent
@@ -229,8 +229,6 @@ def _upper_list(value: object, source: str, fld: str) -> tuple[str, ...]:
 
 def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str, int] | None = None) -> TeaalSpec:
     """Validate a TeAAL document and build the chain, the mapping records and notes."""
-    from mapsearch.spec.graph_load import graph_from_einsums
-
     if not isinstance(data, Mapping):
         raise _error(source, "", "a TeAAL specification (einsum, mapping)", data)
     for key in data:
@@ -288,6 +286,7 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
     for r, v in (extents or {}).items():
         ext[str(r).lower()] = v
         ext_field = "extents"
+    _check_every_rank_has_an_extent(decl, einsums, ext, source)
     name = str(data.get("name") or Path(source).stem or "teaal")
     graph = graph_from_einsums(name, einsums, ext, source, [f"einsum.expressions[{n}]" for n in range(len(einsums))],
                                extents_field=ext_field)
@@ -433,6 +432,19 @@ def _loop(loop: str, dims, parts: Mapping[str, tuple[PartitionOp, ...]], source:
 def _loop_level(d: str, k: int | None, parts) -> int:
     n = len(parts.get(d, ()))
     return 10**6 if (k is None or k == 0) else n - k + 1
+
+
+def _check_every_rank_has_an_extent(decl: Mapping[str, list[str]], einsums: list[Einsum], ext: Mapping[str, object],
+                                    source: str) -> None:
+    """TeAAL itself takes rank extents from the tensors' data, so a file may have none: name what is missing, and how to give it."""
+    used = {d for e in einsums for a in (e.output, *e.inputs) for d in a.dims}
+    ranks = [r for t in decl for r in decl[t] if r.lower() in used]
+    missing = list(dict.fromkeys(r for r in ranks if r.lower() not in ext))
+    if missing:
+        example = " ".join(f"--extent {r}=N" for r in missing)
+        raise _note(source, "shape", f"expected an extent for every rank (TeAAL takes them from the data; add "
+                    f"'shape: {{{', '.join(f'{r}: N' for r in missing)}}}' or pass {example}), "
+                    f"got none for {', '.join(missing)}")
 
 
 def load_teaal(path: str | Path, extents: Mapping[str, int] | None = None) -> TeaalSpec:

@@ -15,84 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
+from mapsearch.spec.einsum import AffineIndex, Einsum, TensorAccess
+from mapsearch.spec.einsum_text import parse_einsum
 
-@dataclass(frozen=True)
-class AffineIndex:
-    """``sum(coeff * dim)`` over ``terms``; coefficients are positive integers."""
-
-    terms: tuple[tuple[str, int], ...]
-
-    @property
-    def dims(self) -> tuple[str, ...]:
-        return tuple(d for d, _ in self.terms)
-
-    @property
-    def is_plain(self) -> bool:
-        """True when the index is a single dimension with coefficient 1."""
-        return len(self.terms) == 1 and self.terms[0][1] == 1
-
-    def span(self, extents: Mapping[str, int]) -> int:
-        """Number of index values (holes included) that dims of these extents reach.
-
-        A tile with ``T_p`` and ``T_r`` spans ``(T_p-1)*stride + (T_r-1)*dil + 1``.
-        A dim missing from ``extents`` counts as extent 1.
-        """
-        return sum(c * (extents.get(d, 1) - 1) for d, c in self.terms) + 1
-
-    def lowest(self, starts: Mapping[str, int]) -> int:
-        """Smallest index value when each dim starts at ``starts[d]``."""
-        return sum(c * starts[d] for d, c in self.terms)
-
-    def text(self) -> str:
-        return "+".join(d if c == 1 else f"{d}*{c}" for d, c in self.terms)
-
-
-@dataclass(frozen=True)
-class TensorAccess:
-    """A tensor as an einsum reads or writes it: its name and one index per axis."""
-
-    name: str
-    indices: tuple[AffineIndex, ...]
-
-    @property
-    def dims(self) -> frozenset[str]:
-        """The dimensions that index this tensor (its relevant dimensions)."""
-        return frozenset(d for ix in self.indices for d in ix.dims)
-
-    def dims_in_order(self) -> tuple[str, ...]:
-        return tuple(d for ix in self.indices for d in ix.dims)
-
-    def words(self, extents: Mapping[str, int]) -> int:
-        """Words of the region that a box of these extents touches (holes included)."""
-        return math.prod(ix.span(extents) for ix in self.indices)
-
-    def text(self) -> str:
-        return f"{self.name}[{','.join(ix.text() for ix in self.indices)}]"
-
-
-@dataclass(frozen=True)
-class Einsum:
-    """``output += prod(inputs)`` over the whole iteration space."""
-
-    output: TensorAccess
-    inputs: tuple[TensorAccess, ...]
-
-    @property
-    def tensors(self) -> tuple[TensorAccess, ...]:
-        """Inputs first, then the output."""
-        return self.inputs + (self.output,)
-
-    @property
-    def dims(self) -> tuple[str, ...]:
-        """Dimensions in first-appearance order (output, then inputs)."""
-        seen: dict[str, None] = {}
-        for t in (self.output,) + self.inputs:
-            for d in t.dims_in_order():
-                seen.setdefault(d, None)
-        return tuple(seen)
-
-    def text(self) -> str:
-        return f"{self.output.text()} += {' * '.join(t.text() for t in self.inputs)}"
+__all__ = ["AffineIndex", "Einsum", "TensorAccess", "Workload", "WorkloadGraph"]
 
 
 @dataclass(frozen=True)
@@ -106,8 +32,6 @@ class Workload:
     @staticmethod
     def from_text(name: str, einsum: str, extents: Mapping[str, int]) -> "Workload":
         """Parse the einsum text (see :mod:`mapsearch.spec.einsum_text`)."""
-        from mapsearch.spec.einsum_text import parse_einsum
-
         parsed = parse_einsum(einsum)
         return Workload(name, parsed, tuple((d, int(extents[d])) for d in parsed.dims))
 
@@ -169,8 +93,6 @@ class WorkloadGraph:
 
     @staticmethod
     def from_texts(name: str, texts: list[str], extents: Mapping[str, int]) -> "WorkloadGraph":
-        from mapsearch.spec.einsum_text import parse_einsum
-
         einsums = tuple(parse_einsum(t) for t in texts)
         dims: dict[str, None] = {}
         for e in einsums:

@@ -1,6 +1,6 @@
 """Batch sweeps: many cases, solved in parallel, stored as they end, resumable, exported.
 
-``mapsearch sweep SWEEP.yaml`` (:mod:`mapsearch.sweep.cli_sweep`) expands a
+``mapsearch sweep SWEEP.yaml`` (:mod:`mapsearch.cli.sweep`) expands a
 sweep file (:mod:`mapsearch.sweep.spec`) into frozen, picklable
 :class:`~mapsearch.sweep.case.Case` s, each identified by a hash of its fully
 resolved content, runs the ones not yet finished with

@@ -6,8 +6,9 @@ constraints and solver settings, and ``case_id`` is a hash of that text
 (:func:`mapsearch.sweep.spec.case_content_id`). The time limit is not part
 of the identity: a proven optimum does not depend on it.
 
-:func:`run_case` solves, replays (count mode) and compares, like ``mapsearch
-solve``, and returns a plain dict; it never raises for a case that fails
+:func:`run_case` solves, replays (count mode) and compares with the same
+call as ``mapsearch solve`` and :func:`mapsearch.api.solve`
+(:func:`mapsearch.solve.entry.solve`), and returns a plain dict; it never raises for a case that fails
 (infeasible, out of time, replay mismatch, a bug): the failure is recorded
 in the dict and the sweep goes on. It runs in a worker process (local pool
 or Dask worker) and writes nothing: the parent stores what it returns.
@@ -22,10 +23,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES"]
+from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
+from mapsearch.model.options import SolveOptions
+from mapsearch.report.solve_report import solve_report_dict
+from mapsearch.schedule.json_io import dumps_schedule
+from mapsearch.solve.entry import solve
+from mapsearch.spec.inputs import architecture_of, constraints_of, workload_of
+
+__all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES", "INTERRUPTED"]
 
 OK_STATUSES = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 FAILED_STATUSES = ("INFEASIBLE", "TIMEOUT", "MISMATCH", "ERROR")
+# A case that was running when the sweep was interrupted: recorded, but not a result; every rerun solves it.
+INTERRUPTED = "INTERRUPTED"
 
 
 @dataclass(frozen=True)
@@ -58,35 +68,23 @@ def run_case(case: Case) -> dict[str, Any]:
     schedule, or None), ``schedule`` (the schedule file's text, or None; not
     given for a mismatch, as ``mapsearch solve`` writes none) and ``worker``.
     """
-    from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
-    from mapsearch.model.problem import Problem
-    from mapsearch.report.solve_report import solve_report_dict
-    from mapsearch.schedule.json_io import dumps_schedule
-    from mapsearch.sim.replay import replay
-    from mapsearch.solve.constraints import Constraints, constraints_from_dict
-    from mapsearch.solve.options import SolveOptions
-    from mapsearch.solve.run import solve
-    from mapsearch.spec.load import architecture_from_dict, workload_from_dict
-
     start = time.perf_counter()
     out: dict[str, Any] = {"case_id": case.case_id, "status": "ERROR", "error": None, "solve_seconds": None,
                            "report": None, "schedule": None, "worker": f"{socket.gethostname()}:{os.getpid()}"}
     try:
         content = case.content
         workload_doc = dict(content["workload"])
-        homes = tuple(sorted((workload_doc.pop("homes", None) or {}).items()))
-        workload = workload_from_dict(workload_doc, case.workload)
-        arch = architecture_from_dict(content["architecture"], case.architecture)
-        raw = content.get("constraints")
-        constraints = Constraints() if raw is None else constraints_from_dict(raw, case.constraints)
+        homes = dict(workload_doc.pop("homes", None) or {})
         options = SolveOptions(objective=case.objective, time_limit=case.time_limit,
                                workers=content["solver"]["workers"], seed=content["solver"]["seed"],
                                work_limit=content["solver"].get("work_limit"))
-        result = solve(Problem(workload, arch, homes), constraints, options)
-        out["solve_seconds"] = float(result.solve_seconds)
         mode = content.get("replay_mode", "count")
-        replayed = replay(result.schedule, mode=mode)
-        report = solve_report_dict(result, replayed, mode=mode)
+        result = solve(workload_of(workload_doc, source_name=case.workload),
+                       architecture_of(content["architecture"], source_name=case.architecture),
+                       constraints_of(content.get("constraints"), source_name=case.constraints),
+                       homes=homes, options=options, replay_mode=mode, strict=False)
+        out["solve_seconds"] = float(result.solve_seconds)
+        report = solve_report_dict(result, result.replayed, mode=mode)
         report.pop("schedule", None)
         out["report"] = report
         if report["mismatches"]:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from mapsearch.sweep.case import FAILED_STATUSES, Case
+from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
 from mapsearch.sweep.store import ResultStore
 
 __all__ = ["result_rows", "export", "summary_text", "ROW_KEYS"]
@@ -32,7 +32,7 @@ def result_rows(cases: Sequence[Case], store: ResultStore) -> list[dict[str, Any
     rows = []
     for case in cases:
         row = stored.get(case.case_id)
-        if row is None:
+        if row is None or row["status"] == INTERRUPTED:  # not a result: pending
             continue
         report = row["report"] or {}
         content = case.content
@@ -64,15 +64,16 @@ def _atomic_write(path: Path, text: str) -> None:
     write_text_atomic(path, text)
 
 
-def _csv_text(rows: list[dict[str, Any]]) -> str:
-    """Flat columns: the scalar keys, ``param:PATH``, ``extent:DIM``, ``capacity:LEVEL``, ``link:NAME:FIELD``."""
+def flat_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(columns, rows)`` flattened: the scalar keys, ``param:PATH``, ``extent:DIM``, ``capacity:LEVEL``,
+    ``link:NAME:FIELD`` (the columns of ``results.csv`` and of ``SweepResult.to_dataframe()``)."""
     columns: list[str] = []
 
     def add(name: str) -> None:
         if name not in columns:
             columns.append(name)
 
-    flat_rows = []
+    flats = []
     for row in rows:
         flat: dict[str, Any] = {}
         for key in ROW_KEYS:
@@ -92,17 +93,23 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
                         flat[f"link:{link['name']}:{field}"] = link[field]
             else:
                 flat[key] = value
-        flat_rows.append(flat)
+        flats.append(flat)
     for key in ROW_KEYS:
         if key not in ("params", "extents", "capacities", "links"):
             add(key)
-    for flat in flat_rows:
+    for flat in flats:
         for name in flat:
             add(name)
+    return columns, flats
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    """The rows as CSV, flattened by :func:`flat_rows`."""
+    columns, flats = flat_rows(rows)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    for flat in flat_rows:
+    for flat in flats:
         writer.writerow({k: ("" if v is None else v) for k, v in flat.items()})
     return buf.getvalue()
 

@@ -7,10 +7,17 @@ and seed 0, so a case gives the same schedule wherever it runs.
 
 Ctrl-C (SIGINT) while the sweep runs: no new case starts, the results
 already stored stay, the cases still running are dropped (their processes
-ended) and :func:`run_sweep` returns with ``interrupted`` set. The handler
-only sets a flag, so a result is never half written. A killed parent
-(``kill -9``) leaves the database as of its last stored case; local worker
-processes notice that their parent is gone and exit.
+ended) and, in a local pool, recorded ``INTERRUPTED`` (not a result: every
+rerun solves them again; Dask does not say which of its tasks had started,
+so there they are only dropped), and :func:`run_sweep` returns with ``interrupted`` set. The handler
+only sets a flag, so a result is never half written; workers ignore SIGINT
+(and CP-SAT's own SIGINT handling is off, mapsearch/solve/run.py), so a
+search is never cut short into a result. Inside an active
+:class:`~mapsearch.budget.Budget` (``mapsearch characterize`` runs under
+:class:`~mapsearch.solve.interrupt.Interruptible`) the budget's stop is the
+flag instead. A killed parent (``kill -9``) leaves the database as of its
+last stored case; local worker processes notice that their parent is gone
+and exit.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -26,11 +34,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import mapsearch.budget as budget
 from mapsearch.errors import MapsearchError
 from mapsearch.sweep.case import FAILED_STATUSES, Case, run_case
 from mapsearch.sweep.store import ResultStore
 
-__all__ = ["Progress", "SweepOutcome", "run_sweep", "default_workers"]
+__all__ = ["Progress", "SweepOutcome", "run_sweep", "default_workers", "check_scheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,15 @@ class SweepOutcome:
     seconds: float
 
 
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}$")
+
+
+def check_scheduler(address: str | None, option: str = "scheduler") -> None:
+    """A Dask scheduler address must read as ``PROTOCOL://HOST:PORT`` (checked before anything is written)."""
+    if address is not None and not _ADDRESS.match(address):
+        raise MapsearchError(f"{option}: expected an address such as tcp://HOST:PORT, got {address!r}")
+
+
 def default_workers() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -69,19 +87,27 @@ def default_workers() -> int:
 
 
 class _Interrupt:
-    """While active (main thread only), SIGINT sets a flag instead of raising at an arbitrary point."""
+    """While active (main thread only), SIGINT sets a flag instead of raising at an arbitrary point.
+
+    Under an active budget, the budget's stop is the flag and no handler is installed.
+    """
 
     def __init__(self) -> None:
-        self.flag = False
+        self._flag = False
         self._old: Any = None
+        self._budget = budget.current()
+
+    @property
+    def flag(self) -> bool:
+        return self._flag or (self._budget is not None and self._budget.stopped)
 
     def __enter__(self) -> "_Interrupt":
-        if threading.current_thread() is threading.main_thread():
+        if self._budget is None and threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGINT, self._handle)
         return self
 
     def _handle(self, signum: int, frame: object) -> None:
-        self.flag = True
+        self._flag = True
 
     def __exit__(self, *exc: object) -> None:
         if self._old is not None:
@@ -133,6 +159,9 @@ def run_sweep(
             progress(Progress(counts["stored"], len(todo), counts["failed"], time.perf_counter() - start, case,
                               result["status"]))
 
+    def dropped(case: Case) -> None:
+        store.mark_interrupted(case, "interrupted (Ctrl-C) while it ran; not a result: a rerun solves it again")
+
     interrupted = False
     try:
         if todo:
@@ -140,7 +169,7 @@ def run_sweep(
                 if scheduler:
                     _run_dask(todo, scheduler, stored, stop)
                 else:
-                    _run_local(todo, workers or default_workers(), stored, stop)
+                    _run_local(todo, workers or default_workers(), stored, stop, dropped)
                 interrupted = stop.flag
     finally:
         store.end_run(run_id, counts["stored"], interrupted)
@@ -148,7 +177,7 @@ def run_sweep(
                         time.perf_counter() - start)
 
 
-def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrupt) -> None:
+def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrupt, dropped: Callable) -> None:
     # spawn: the solver's threads do not survive fork, and workers start clean
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context,
@@ -167,6 +196,16 @@ def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrup
                                          "rerun the sweep to run them") from e
                 stored(case, result)
         clean = not pending
+        if stop.flag:
+            # Futures count as running from when they enter the pool's call queue, one ahead of the workers;
+            # the workers take them in submission order, so the oldest `workers` of them are the ones running.
+            running = 0
+            for future, case in pending.items():
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    stored(case, future.result())  # it finished on its own: a real result
+                elif future.running() and running < workers:
+                    running += 1
+                    dropped(case)
     finally:
         if clean:
             pool.shutdown(wait=True)

@@ -26,30 +26,32 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.solve.constraints import check_constraints, constraints_from_dict
+from mapsearch.spec.constraints import check_constraints, constraints_from_dict
 from mapsearch.spec.load import (
     architecture_from_dict,
     architecture_to_dict,
     check_homes,
+    check_problem,
     homes_from_dict,
-    parse_yaml,
-    read_text,
-    read_yaml,
-    validate_against,
     workload_from_dict,
     workload_to_dict,
 )
+from mapsearch.spec.reading import parse_yaml, read_text, read_yaml
+from mapsearch.spec.schema import validate_against
 from mapsearch.sweep.case import Case
 
 __all__ = ["Sweep", "load_sweep", "sweep_from_dict", "expand", "case_content_id", "DEFAULT_TIME_LIMIT"]
 
 SCHEMA = Path(__file__).resolve().parent / "sweep.schema.json"
 DEFAULT_TIME_LIMIT = 60.0
+MAX_VALUES = 100_000  # values of one parameter
+MAX_CASES = 100_000  # cases of one sweep: each is a solve of up to its time limit
 _WORKLOAD_KEYS = ("name", "einsum", "extents", "homes")
 
 
@@ -173,28 +175,35 @@ def _values(spec: object, source: str, field: str) -> list:
         return list(spec["values"])  # type: ignore[index]
     lo, hi = spec["range"]  # type: ignore[index]
     scale = spec.get("scale", "linear")  # type: ignore[union-attr]
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise SpecError(source, f"{field}.range", "[lo, hi] of finite numbers", [lo, hi])
     if hi < lo:
         raise SpecError(source, f"{field}.range", "[lo, hi] with lo <= hi", [lo, hi])
-    out = []
     if scale == "log2":
         if "step" in spec:  # type: ignore[operator]
             raise SpecError(source, f"{field}.step", "", detail="not used with scale: log2 (values double); remove it")
         if lo <= 0:
             raise SpecError(source, f"{field}.range", "[lo, hi] with lo > 0 for scale: log2", [lo, hi])
+        out = []
         x = lo
-        while x <= hi:
+        while x <= hi:  # at most about 2,100 doublings from the smallest float to the largest
             out.append(x)
             x *= 2
-    else:
-        step = spec.get("step", 1)  # type: ignore[union-attr]
-        n = 0
-        while lo + n * step <= hi + 1e-12:
-            x = lo + n * step
-            out.append(int(x) if isinstance(lo, int) and isinstance(step, int) else x)
-            n += 1
-    if len(out) > 100_000:
-        raise SpecError(source, f"{field}.range", "", detail=f"{len(out)} values; at most 100000")
-    return out
+        return _at_most(out, len(out), source, f"{field}.range")
+    step = spec.get("step", 1)  # type: ignore[union-attr]
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not (math.isfinite(step) and step > 0):
+        raise SpecError(source, f"{field}.step", "a number > 0", step)
+    exact = isinstance(lo, int) and isinstance(step, int)
+    # Count first: a range of 10^12 values is refused, not built.
+    count = (int(hi) - lo) // step + 1 if exact and isinstance(hi, int) else int((hi - lo + 1e-12) / step) + 1
+    _at_most([], count, source, f"{field}.range")
+    return [lo + n * step for n in range(count)]
+
+
+def _at_most(values: list, count: int, source: str, field: str) -> list:
+    if count > MAX_VALUES:
+        raise SpecError(source, field, "", detail=f"{count:,} values; at most {MAX_VALUES:,}")
+    return values
 
 
 def _locate(doc: dict, parts: list[str]) -> tuple[dict, str] | None:
@@ -279,9 +288,21 @@ def sweep_from_dict(data: object, source: str = "<sweep>", *, base: Path | None 
             raise SpecError(source, f"params.{p.path}", "", detail=f"no {p.kind[:-1]} of this sweep has "
                             f"{'.'.join(p.parts)}; names: {', '.join(label for label, _ in specs)}")
     work = work_limit if work_limit is not None else data.get("work_limit")
+    _check_case_count(workloads, architectures, objectives, constraints, params, mode, source)
     cases = list(expand(workloads, architectures, objectives, constraints, params, mode, limit, source, work))
     unique = list({c.case_id: c for c in reversed(cases)}.values())[::-1]  # first of each id, in order
     return Sweep(str(data.get("name") or Path(source).stem), source, tuple(unique), limit)
+
+
+def _check_case_count(workloads, architectures, objectives, constraints, params: list[_Param], mode: str,
+                      source: str) -> None:
+    """Refuse, before expanding anything, a sweep of more than ``MAX_CASES`` cases."""
+    count = 0
+    for (_, wdoc), (_, adoc) in itertools.product(workloads, architectures):
+        lengths = [len(p.values) for p in params if _locate(wdoc if p.kind == "workloads" else adoc, list(p.parts))]
+        count += (lengths[0] if mode == "list" and lengths else math.prod(lengths)) * len(objectives) * len(constraints)
+    if count > MAX_CASES:
+        raise SpecError(source, "params", "", detail=f"{count:,} cases; at most {MAX_CASES:,} in one sweep")
 
 
 def _points(params: list[_Param], mode: str) -> Iterable[tuple[tuple[_Param, object], ...]]:
@@ -330,6 +351,7 @@ def _check(w: dict, a: dict, craw: dict | None, cname: str, point, source: str) 
         workload = workload_from_dict(w, f"{w['name']}")
         arch = architecture_from_dict(a, f"{a['name']}")
         check_homes(w.get("homes") or {}, workload, arch, w["name"])
+        check_problem(workload.extents, workload.tensor_names, arch, w["name"], a["name"])
         if craw is not None:
             check_constraints(constraints_from_dict(craw, cname), workload, arch, cname)
     except SpecError as e:

@@ -10,7 +10,9 @@ Table ``cases``: ``case_id`` (primary key), ``workload``, ``architecture``,
 ``error``, ``solve_seconds``, ``wall_seconds``, ``report`` (JSON, the
 solve report without its schedule), ``schedule`` (the schedule file's
 text), ``spec`` (the case's resolved content), ``solves`` (how many results
-were stored for this case: 1 unless it was rerun with ``--retry-failed``),
+were stored for this case: 1 unless it was rerun with ``--retry-failed``;
+0 for a case recorded ``INTERRUPTED``: it was running when the sweep was
+interrupted, holds no result and is solved again by every rerun),
 ``worker`` and ``finished_at`` (UTC, ISO 8601). Table ``runs`` logs each
 run of a sweep: start, end, cases, skipped, stored, interrupted.
 """
@@ -24,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from mapsearch.sweep.case import FAILED_STATUSES, Case
+from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
 
 __all__ = ["ResultStore", "DB_NAME"]
 
@@ -95,12 +97,12 @@ class ResultStore:
         return {k: s for k, s in rows if k in wanted}
 
     def to_run(self, cases: Iterable[Case], retry_failed: bool = False) -> tuple[list[Case], list[Case]]:
-        """(cases to run, cases skipped as finished); failed ones are rerun with ``retry_failed``."""
+        """(cases to run, cases skipped as finished); failed ones are rerun with ``retry_failed``, interrupted ones always."""
         done = self.statuses()
         run, skip = [], []
         for c in cases:
             status = done.get(c.case_id)
-            if status is None or (retry_failed and status in FAILED_STATUSES):
+            if status is None or status == INTERRUPTED or (retry_failed and status in FAILED_STATUSES):
                 run.append(c)
             else:
                 skip.append(c)
@@ -126,7 +128,24 @@ class ResultStore:
                        error=excluded.error, solve_seconds=excluded.solve_seconds,
                        wall_seconds=excluded.wall_seconds, report=excluded.report, schedule=excluded.schedule,
                        spec=excluded.spec, worker=excluded.worker, finished_at=excluded.finished_at,
-                       solves=cases.solves + 1""",
+                       solves=CASE WHEN cases.status = ? THEN 1 ELSE cases.solves + 1 END""",
+                values + (INTERRUPTED,),
+            )
+
+    def mark_interrupted(self, case: Case, note: str) -> None:
+        """Record that ``case`` was running when the sweep was interrupted, unless it already has a result.
+
+        Not a result: :meth:`to_run` runs it again, the exports list it as
+        pending, and the result that replaces it counts as its first solve.
+        """
+        values = (case.case_id, case.workload, case.architecture, case.objective, case.constraints,
+                  json.dumps(dict(case.params)), INTERRUPTED, note, case.spec, _now())
+        with self._transaction():
+            self._db.execute(
+                """INSERT INTO cases (case_id, workload, architecture, objective, constraints, params, status, error,
+                                      spec, solves, finished_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
+                   ON CONFLICT(case_id) DO NOTHING""",
                 values,
             )
 

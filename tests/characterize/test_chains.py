@@ -9,7 +9,7 @@ import pytest
 
 from mapsearch.characterize import chains as chains_mod
 from mapsearch.characterize.chains import Pair, choose, find_pairs
-from mapsearch.characterize.graph import lower_all
+from mapsearch.characterize.fusion import lower_all
 from mapsearch.characterize.models import load_model, model_from_dict
 from mapsearch.characterize.profiles import load_profile
 from mapsearch.characterize.run import characterize

@@ -11,7 +11,8 @@ import yaml
 
 from mapsearch.characterize.fusion import default_registry, fuse
 from mapsearch.characterize.generate import MODELS, model_text
-from mapsearch.characterize.graph import Node, lower, lower_all
+from mapsearch.characterize.fusion import lower_all
+from mapsearch.characterize.graph import Node, lower
 from mapsearch.characterize.models import MODEL_DIR, builtin_names, load_model
 from mapsearch.characterize.profiles import load_profile, profile_names
 from mapsearch.characterize.run import layer_cases

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from mapsearch.characterize import examples  # noqa: E402
-from mapsearch.characterize.graph import lower_all  # noqa: E402
+from mapsearch.characterize.fusion import lower_all  # noqa: E402
 from mapsearch.characterize.models import load_model  # noqa: E402
 
 

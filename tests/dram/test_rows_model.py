@@ -29,7 +29,7 @@ from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import dumps_schedule, schedule_from_dict
 from mapsearch.sim.dram_trace import row_activations, row_openings
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.workload import Workload
@@ -157,7 +157,7 @@ def test_hand_count_of_row_openings():
     # Stream: A rows 0,1 | B rows 0..3 | Z rows 0,1 stored, A rows 2,3 | Z rows 2,3: every transfer changes the row.
     assert row_activations(s, dram, layouts, "layout").activations == 12
     # The solver, told these layouts and these tiles, predicts the same.
-    from mapsearch.solve.constraints import Constraints, TileLimit
+    from mapsearch.spec.constraints import Constraints, TileLimit
 
     limits = Constraints(tiles=(TileLimit("L0", "m", 2, 2), TileLimit("L0", "n", 4, 4), TileLimit("L0", "k", 4, 4)))
     result = solve(Problem(w, arch), limits, SolveOptions(dram_rows="tiebreak", dram_layouts=tuple(layouts.items())))

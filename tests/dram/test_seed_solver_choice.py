@@ -11,7 +11,7 @@ from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import load_schedule
 from mapsearch.sim.dram_trace import row_activations
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import load_problem
 

@@ -1,15 +1,20 @@
-"""``mapsearch export``: the three formats, atomic -o, one-line errors with exit 2."""
+"""``mapsearch export``: the four formats (timeloop and accelforge to one file or a directory), atomic -o, one-line errors with exit 2."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-import yaml
+import pytest
 
 from mapsearch import cli
+from mapsearch.errors import MapsearchError
 from mapsearch.report.loopnest import loop_nest_code
 from mapsearch.schedule.json_io import dumps_schedule, load_schedule
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import timeloop_v04  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MNK = EXAMPLES / "worked-example-mnk.schedule.json"
@@ -20,13 +25,32 @@ def test_loopnest_to_stdout_is_the_default(capsys):
     assert capsys.readouterr().out == loop_nest_code(load_schedule(MNK))
 
 
-def test_timeloop_to_a_file(tmp_path, capsys):
-    out = tmp_path / "map.yaml"
+def test_timeloop_to_a_file_holds_the_three_sections(tmp_path, capsys):
+    out = tmp_path / "tl.yaml"
     assert cli.main(["export", str(MNK), "--format", "timeloop", "-o", str(out)]) == 0
     assert capsys.readouterr().out == ""
-    data = yaml.safe_load(out.read_text())
-    assert [e["target"] for e in data["mapping"]] == ["L1", "L1", "L0", "L0"]
+    data = timeloop_v04.load(out.read_text())
+    assert set(data) == {"problem", "architecture", "mapping"}
+    assert [(e["target"], e["type"]) for e in data["mapping"]] == [("L1", "temporal"), ("L1", "dataspace"),
+                                                                   ("L0", "temporal"), ("L0", "dataspace")]
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("fmt, names", [("timeloop", ["arch.yaml", "mapping.yaml", "problem.yaml"]),
+                                        ("accelforge", ["arch.yaml", "mapping.yaml", "workload.yaml"])])
+def test_peer_formats_to_a_directory(tmp_path, capsys, fmt, names):
+    out = tmp_path / "new" / "dir"
+    assert cli.main(["export", str(EXAMPLES / "matmul-97x193x61.schedule.json"), "--format", fmt, "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == names
+    assert "M=7,6" in (out / "mapping.yaml").read_text() if fmt == "timeloop" else "!Storage" in (out / "mapping.yaml").read_text()
+
+
+def test_a_schedule_timeloop_cannot_state_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "tl"
+    err = _one_line_exit_2(capsys, ["export", str(EXAMPLES / "array" / "matmul-100x37x61.schedule.json"),
+                                    "--format", "timeloop", "-o", str(out)])
+    assert "cannot be stated exactly" in err
+    assert not out.exists()
 
 
 def test_json_rewrites_the_schedule(tmp_path):
@@ -34,19 +58,6 @@ def test_json_rewrites_the_schedule(tmp_path):
     assert cli.main(["export", str(MNK), "--format", "json", "-o", str(out)]) == 0
     assert out.read_text() == dumps_schedule(load_schedule(MNK))
     json.loads(out.read_text())
-
-
-def test_padding_warns_on_stderr(tmp_path, capsys):
-    data = json.loads(MNK.read_text())
-    data["workload"]["extents"]["m"] = 5
-    data["levels"][0]["tile"]["m"] = 5
-    data.pop("predicted")
-    path = tmp_path / "rem.json"
-    path.write_text(json.dumps(data))
-    assert cli.main(["export", str(path), "--format", "timeloop"]) == 0
-    captured = capsys.readouterr()
-    assert "M 5 -> 6 (+1)" in captured.err and captured.err.startswith("mapsearch: warning: remainder tiles")
-    assert "# WARNING: remainder tiles" in captured.out
 
 
 def _one_line_exit_2(capsys, argv) -> str:
@@ -58,7 +69,7 @@ def _one_line_exit_2(capsys, argv) -> str:
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     assert "no such file" in _one_line_exit_2(capsys, ["export", str(tmp_path / "missing.json")])
-    assert "--format: expected one of loopnest, timeloop, json" in _one_line_exit_2(capsys, ["export", str(MNK), "--format", "xml"])
+    assert "--format: expected one of loopnest, timeloop, accelforge, json" in _one_line_exit_2(capsys, ["export", str(MNK), "--format", "xml"])
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert "malformed JSON" in _one_line_exit_2(capsys, ["export", str(bad)])
@@ -70,7 +81,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path, capsys, monkeypatch):
     out.write_text("old\n")
 
     def boom(schedule):
-        raise cli.MapsearchError("stop")
+        raise MapsearchError("stop")
 
     monkeypatch.setattr("mapsearch.report.loopnest.loop_nest_code", boom)
     _one_line_exit_2(capsys, ["export", str(MNK), "-o", str(out)])

@@ -13,10 +13,10 @@ from fractions import Fraction
 import pytest
 
 from mapsearch.model.problem import Problem
-from mapsearch.report.lower_bound import io_lower_bound, io_lower_bound_detail, is_matmul_like, touched_elements
+from mapsearch.model.lower_bound import io_lower_bound, io_lower_bound_detail, is_matmul_like, touched_elements
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload

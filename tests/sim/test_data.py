@@ -17,7 +17,8 @@ from mapsearch.sim.data import (
     visited_exactly_once,
 )
 from mapsearch.sim.errors import CapacityError
-from mapsearch.sim.walk import count_figures, piece_tables
+from mapsearch.sim.pieces import piece_tables
+from mapsearch.sim.walk import count_figures
 from mapsearch.spec.workload import Workload
 
 

@@ -13,7 +13,8 @@ from fused_helpers import arch, fused  # noqa: E402
 from mapsearch.errors import ScheduleError
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.errors import CapacityError
-from mapsearch.sim.fused import replay_fused, replay_unfused
+from mapsearch.sim.fused import replay_fused
+from mapsearch.sim.replay import replay_unfused
 from mapsearch.sim.replay import replay
 from mapsearch.spec.workload import WorkloadGraph
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.errors import CapacityError
-from mapsearch.sim.walk import count_figures, piece_tables, tile_chunks
+from mapsearch.sim.pieces import piece_tables, tile_chunks
+from mapsearch.sim.walk import count_figures
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link

@@ -153,7 +153,7 @@ def test_phases_report_the_floor_at_start_and_clamped_bounds(caplog) -> None:
     """The words phase starts from the posted floor; bounds lie in [floor, value], so gaps are at most 100 %."""
     import logging
 
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.model.options import SolveOptions
     from mapsearch.solve.run import solve
 
     w, caps = SMALL_IO[3]

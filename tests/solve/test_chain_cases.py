@@ -20,8 +20,8 @@ from mapsearch.schedule.figures import LinkFigures, differences
 from mapsearch.schedule.fused_json import load_fused
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.chain import solve_chain
-from mapsearch.solve.cli_chain import is_chain_file, load_chain
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.workload_files import is_chain_file, load_chain
+from mapsearch.model.options import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAINS = ROOT / "examples" / "chains"
@@ -166,7 +166,7 @@ def test_output_unfused_writes_stage_schedules(tmp_path, capsys):
 
 
 def test_replay_mismatch_exits_1_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    sim_replay = importlib.import_module("mapsearch.sim.replay")
+    sim_replay = importlib.import_module("mapsearch.solve.chain_replay")  # where the chain solve's replay is looked up
     real = sim_replay.replay
 
     def wrong(schedule, mode="events", **kw):

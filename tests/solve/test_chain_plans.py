@@ -7,7 +7,7 @@ from pathlib import Path
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
 from mapsearch.solve.chain import contiguous_groups, solve_chain
-from mapsearch.spec.graph_load import load_workload_any
+from mapsearch.spec.workload_files import load_workload_any
 from mapsearch.spec.load import load_architecture
 
 ROOT = Path(__file__).resolve().parents[2]

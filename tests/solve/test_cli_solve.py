@@ -28,8 +28,9 @@ from mapsearch.schedule.figures import LinkFigures
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import CapacityError
-from mapsearch.solve import cli_solve
-from mapsearch.solve.options import SolveOptions
+from mapsearch.solve import entry
+from mapsearch.cli import solving
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import Phase, solve
 from mapsearch.spec.load import load_problem
 
@@ -53,8 +54,8 @@ def one_line(text: str) -> str:
 
 
 def replay_module():
-    """The module (``mapsearch.sim`` re-exports a function of the same name)."""
-    return importlib.import_module("mapsearch.sim.replay")
+    """The module whose ``replay`` the solve command's solve calls (to stand in for the simulator)."""
+    return importlib.import_module("mapsearch.solve.entry")
 
 
 def write(path: Path, text: str) -> str:
@@ -285,9 +286,9 @@ def test_options_from_args():
     args = cli.build_parser().parse_args(
         ["solve", "w", "a", "--objective", "energy", "--min-utilization", "4/5", "--workers", "3", "--seed", "9",
          "--time-limit", "5", "--link-energy", "L1->L0=0.25", "--op-energy", "2"])
-    assert cli_solve.options_from_args(args, arch) == SolveOptions(
+    assert solving.options_from_args(args, arch) == SolveOptions(
         "energy", Fraction(4, 5), (("L1->L0", Fraction(1, 4)),), Fraction(2), 5.0, 3, 9)
-    assert cli_solve.options_from_args(cli.build_parser().parse_args(["solve", "w", "a"]), arch) == SolveOptions()
+    assert solving.options_from_args(cli.build_parser().parse_args(["solve", "w", "a"]), arch) == SolveOptions()
 
 
 # ------------------------------------------------------------- time limits
@@ -314,7 +315,7 @@ def _feasible(result):
 
 
 def test_feasible_result_is_prominent_with_bound_and_gap(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(cli_solve, "solve", lambda *a: _feasible(solve(*a)))
+    monkeypatch.setattr(entry, "solve_problem", lambda *a: _feasible(solve(*a)))
     out = tmp_path / "s.json"
     assert cli.main(["solve", MATMUL, ARCH, "-o", str(out)]) == 0
     captured = capsys.readouterr()
@@ -331,7 +332,7 @@ def test_feasible_result_is_prominent_with_bound_and_gap(monkeypatch, capsys, tm
 
 
 def test_time_phase_only_says_words_were_not_minimised(monkeypatch, capsys):
-    monkeypatch.setattr(cli_solve, "solve", lambda *a: dataclasses.replace(solve(*a), phases=solve(*a).phases[:1]))
+    monkeypatch.setattr(entry, "solve_problem", lambda *a: dataclasses.replace(solve(*a), phases=solve(*a).phases[:1]))
     assert cli.main(["solve", MATMUL, ARCH]) == 0
     out = capsys.readouterr().out
     assert "*** WORDS NOT MINIMISED" in out
@@ -342,7 +343,7 @@ def test_timeout_exits_3_with_the_bound(monkeypatch, capsys):
     def timeout(*a):
         raise SolverTimeout("no schedule found within 0.01 s; best bound on time: 64")
 
-    monkeypatch.setattr(cli_solve, "solve", timeout)
+    monkeypatch.setattr(entry, "solve_problem", timeout)
     assert cli.main(["solve", MATMUL, ARCH, "--time-limit", "0.01"]) == 3
     captured = capsys.readouterr()
     assert one_line(captured.err) == "mapsearch: no schedule found within 0.01 s; best bound on time: 64"
@@ -414,3 +415,24 @@ def test_replay_mode_is_passed_through(monkeypatch, capsys):
     monkeypatch.setattr(sim_replay, "replay", lambda s, mode="events": seen.append(mode) or real(s, mode=mode))
     assert cli.main(["solve", MATMUL, ARCH, "--replay-mode", "events"]) == 0
     assert seen == ["events"] and "predicted vs replayed (events mode)" in capsys.readouterr().out
+
+
+TEAAL_NO_SHAPE = """einsum:
+  declaration: {A: [I, J], B: [J, K], Y: [I, K]}
+  expressions: ["Y[i, k] = A[i, j] * B[j, k]"]
+"""
+
+
+def test_teaal_extents_from_the_command_line(tmp_path, capsys):
+    spec = tmp_path / "mm.yaml"
+    spec.write_text(TEAAL_NO_SHAPE)
+    arch = str(Path(__file__).resolve().parents[2] / "examples" / "arch-three-level.yaml")
+    assert cli.main(["solve", str(spec), arch]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"mapsearch: {spec}: shape: expected an extent for every rank (TeAAL takes them from the data; add "
+                   "'shape: {I: N, J: N, K: N}' or pass --extent I=N --extent J=N --extent K=N), got none for I, J, K\n")
+    assert cli.main(["solve", str(spec), arch, "--extent", "I=4", "--extent", "J=5", "--extent", "K=6", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["workload"]["extents"] == {"i": 4, "j": 5, "k": 6}
+    assert cli.main(["solve", str(spec), arch, "--extent", "I=0"]) == 2
+    assert capsys.readouterr().err == "mapsearch: --extent: expected NAME=N with N an int >= 1, got 'I=0'\n"

@@ -10,12 +10,13 @@ import pytest
 from mapsearch import cli
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.problem import Problem
-from mapsearch.solve.cli_solve import _with_core
-from mapsearch.solve.constraints import Constraints, TileLimit
+from mapsearch.solve.explain import with_core
+from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.solve.explain import explain_infeasible
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
-from mapsearch.spec.load import architecture_from_dict, load_problem, read_yaml
+from mapsearch.spec.load import architecture_from_dict, load_problem
+from mapsearch.spec.reading import read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MATMUL = str(ROOT / "examples" / "matmul-4x4x4.yaml")
@@ -82,10 +83,10 @@ def test_cli_min_utilization_conflict_is_one_line(capsys, tmp_path):
 
 
 def test_cli_message_always_names_the_core():
-    e = _with_core(InfeasibleError("infeasible, but no conflicting set of requirements was isolated in time", ("capacity of L0",)))
+    e = with_core(InfeasibleError("infeasible, but no conflicting set of requirements was isolated in time", ("capacity of L0",)))
     assert str(e) == ("infeasible, but no conflicting set of requirements was isolated in time "
                       "(conflicting requirements: capacity of L0)")
     assert e.core == ("capacity of L0",)
     named = InfeasibleError("infeasible: capacity of L0 conflict: L0 holds 2 words", ("capacity of L0",))
-    assert str(_with_core(named)) == str(named)
-    assert str(_with_core(InfeasibleError("infeasible"))) == "infeasible (conflicting requirements: none isolated)"
+    assert str(with_core(named)) == str(named)
+    assert str(with_core(InfeasibleError("infeasible"))) == "infeasible (conflicting requirements: none isolated)"

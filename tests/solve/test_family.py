@@ -13,7 +13,7 @@ from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
@@ -34,11 +34,18 @@ def test_plain_matmul_is_optimal_over_the_whole_family() -> None:
 
 
 def test_held_filter_window_is_named_and_status_says_in_family() -> None:
-    # Issue 15: p=6, r=4, L0 9 words. The searched family holds r whole; a schedule tiling
-    # p and r by 2 replays at 30 clocks, below what the restricted family reaches.
-    result = solve(Problem(conv1d(6, 4), two_level(9)))
+    # An axis over three dimensions (I[p+r+u]) is split only along its largest one: the result names it.
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
+    result = solve(Problem(w, two_level(16)))
     assert result.status == "OPTIMAL_IN_FAMILY"
-    assert any(r.startswith("filter windows held whole: r") for r in result.family_restrictions)
+    assert any(r.startswith("filter windows held whole: r, u") for r in result.family_restrictions)
+
+
+def test_two_dimension_windows_are_split() -> None:
+    # Issue 15: p=6, r=4, L0 9 words. Held whole, r makes 34 clocks; a schedule tiling p and r by 2
+    # replays at 30 clocks. Windows over two dimensions are now split: OPTIMAL, below both.
+    result = solve(Problem(conv1d(6, 4), two_level(9)))
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
     split = Schedule(conv1d(6, 4), two_level(9), (
         LevelMapping("L1", (("p", 6), ("r", 4))),
         LevelMapping("L0", (("p", 2), ("r", 2)), ("p", "r"), frozenset({"Z", "I", "W"}))), ())
@@ -47,21 +54,21 @@ def test_held_filter_window_is_named_and_status_says_in_family() -> None:
     # [4,6] [6,8]: two steps keep the window they had, so 4 loads = 12 words; W 2 words on each of
     # the 6 steps = 12; Z 2 words stored per p-tile = 6. 30 words, 30 clocks on a shared line.
     assert figures.words_total == 30 and figures.time == 30
-    assert (result.schedule.predicted.time, result.schedule.predicted.words_total) == (34, 34)
+    assert (result.schedule.predicted.time, result.schedule.predicted.words_total) == (24, 22)
 
 
 def test_empty_restricted_family_is_not_called_infeasible() -> None:
-    # Issue 15: p=4, r=3, L0 6 words: holding the 3-wide window whole does not fit with Z and W,
-    # yet tiles p=2, r=1 do (hand count: I 2 + W 1 + Z 2 = 5 words).
+    # I[p+r+u] with r = u = 3 held whole: W alone is 9 words > L0's 6, yet tiles of 1 fit in 3 words.
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 3, "u": 3})
     with pytest.raises(NoScheduleInFamily) as info:
-        solve(Problem(conv1d(4, 3), two_level(6)))
+        solve(Problem(w, two_level(6)))
     message = str(info.value)
     assert message.startswith("no schedule in the searched family")
-    assert "filter windows held whole: r" in message and "a legal schedule outside it may exist" in message
-    legal = Schedule(conv1d(4, 3), two_level(6), (
-        LevelMapping("L1", (("p", 4), ("r", 3))),
-        LevelMapping("L0", (("p", 2), ("r", 1)), ("p", "r"), frozenset({"Z", "I", "W"}))), ())
-    assert dict(replay(legal, mode="count").figures.occupancy)["L0"] == 5
+    assert "filter windows held whole: r, u" in message and "a legal schedule outside it may exist" in message
+    legal = Schedule(w, two_level(6), (
+        LevelMapping("L1", (("p", 4), ("r", 3), ("u", 3))),
+        LevelMapping("L0", (("p", 1), ("r", 1), ("u", 1)), ("p", "r", "u"), frozenset({"O", "I", "W"}))), ())
+    assert dict(replay(legal, mode="count").figures.occupancy)["L0"] == 3
 
 
 def test_truly_infeasible_stays_infeasible() -> None:

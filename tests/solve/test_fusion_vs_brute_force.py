@@ -31,7 +31,7 @@ import brute_force_fused as bff  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.solve.chain import solve_fused  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link  # noqa: E402
 from mapsearch.spec.workload import WorkloadGraph  # noqa: E402
 

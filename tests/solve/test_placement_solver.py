@@ -25,7 +25,7 @@ from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.schedule.json_io import schedule_from_dict, schedule_to_dict  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402

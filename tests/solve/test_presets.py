@@ -33,7 +33,7 @@ from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import replay
-from mapsearch.solve.constraints import Constraints, check_constraints, load_constraints, resolve_tensor
+from mapsearch.spec.constraints import Constraints, check_constraints, load_constraints, resolve_tensor
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import architecture_from_dict
 from mapsearch.spec.workload import Workload

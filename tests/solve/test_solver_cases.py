@@ -22,8 +22,8 @@ import brute_force as bf  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.schedule.schedule import LevelMapping, Schedule  # noqa: E402
-from mapsearch.solve.constraints import constraints_from_dict  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.spec.constraints import constraints_from_dict  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402

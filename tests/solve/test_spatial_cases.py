@@ -24,7 +24,7 @@ from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
 from mapsearch.schedule.json_io import load_schedule
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import load_architecture, load_workload
 

@@ -25,10 +25,11 @@ import brute_force_spatial as bfs  # noqa: E402
 
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Link, MeshAxis  # noqa: E402
-from mapsearch.spec.tree import flatten, path_architecture, tree_from_text  # noqa: E402
+from mapsearch.spec.tree import tree_from_text  # noqa: E402
+from mapsearch.spec.tree_paths import flatten, path_architecture  # noqa: E402
 from tests.solve.test_spatial_vs_brute_force import arch, matmul  # noqa: E402
 
 FAST = Link(Fraction(1, 16), Fraction(1, 16))

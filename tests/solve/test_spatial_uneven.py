@@ -25,7 +25,7 @@ import brute_force_spatial as bfs  # noqa: E402
 
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import MeshAxis, Link  # noqa: E402
 from tests.solve.test_spatial_vs_brute_force import arch, conv1d, matmul  # noqa: E402

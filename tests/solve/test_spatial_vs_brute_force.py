@@ -34,7 +34,7 @@ import brute_force_spatial as bfs  # noqa: E402
 from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
@@ -255,18 +255,19 @@ CONV2D = Workload.from_text("conv2d", "O[k,p,q] += I[p+r,q+s] * W[k,r,s]", {"k":
 
 @pytest.mark.parametrize("mesh", [(MeshAxis("x", 2, ("all",)),), ()], ids=["mesh", "no-mesh"])
 def test_constant_occupancy_over_capacity_is_infeasible(mesh) -> None:
-    """The filter dims r, s are held whole, so L0's smallest tiles need W 4 + I 4 + O 1 = 9 words > 5.
+    """L0's smallest tiles need W 1 + I 1 + O 1 = 3 words > 2 (windows split down to single words).
 
-    The brute force finds nothing; the replay rejects the solver's schedule (CapacityError).
-    Found by the ResNet-50 3x3 layer on tpu-v4i-like (PE 4 words, tiles 9 + 9 + 1 = 19).
+    The brute force finds nothing; the solver says infeasible, naming L0. Found when filter
+    windows were held whole, by the ResNet-50 3x3 layer on tpu-v4i-like (PE 4 words, tiles
+    9 + 9 + 1 = 19): an occupancy that no choice changes must still be checked.
     """
-    a = arch([None, 5], 1 if mesh else 5, mesh)
+    a = arch([None, 2], 1 if mesh else 2, mesh)
     brute = bfs.brute_force_spatial(CONV2D, a) if mesh else bf.brute_force(CONV2D, a)
     assert brute is None
     with pytest.raises(InfeasibleError, match="capacity of L0") as err:
         solve(Problem(CONV2D, a))
-    # The message gives the smallest tiles as they are, the filter window whole: W 2x2, I 2x2, O 1.
-    assert "W 4" in str(err.value) and "I 4" in str(err.value) and "need 9" in str(err.value)
+    # The message gives the smallest tiles as they are: W, I and O one word each.
+    assert "W 1" in str(err.value) and "I 1" in str(err.value) and "need 3" in str(err.value)
 
 
 # --------------------------------------------------------------------------- the brute force's shortcuts

@@ -33,7 +33,7 @@ from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
-from mapsearch.solve.options import SolveOptions  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 
@@ -293,8 +293,8 @@ def test_feature_case_matches_brute_force(name: str) -> None:
 INFEASIBLE = {
     # The smallest tiles of A, B and Z need 3 words.
     "L0_below_smallest_tiles": (Case("L0_below_smallest_tiles", matmul(3, 3, 3), arch([None, 2])), "L0"),
-    # A 1-D conv keeps its whole filter at L0: W (3) + I (3) + O (1) = 7 words.
-    "conv_filter_overflows_L0": (Case("conv_filter_overflows_L0", conv1d(5, 3), arch([None, 6])), "L0"),
+    # A 1-D conv's smallest L0 tiles, its window split down to one word: W 1 + I 1 + O 1 = 3 words.
+    "conv_filter_overflows_L0": (Case("conv_filter_overflows_L0", conv1d(5, 3), arch([None, 2])), "L0"),
     # Z (9 words) homed at L1, which holds 8.
     "home_overflows_L1": (Case("home_overflows_L1", matmul(3, 3, 2), arch([None, 8, 10]), (("Z", "L1"),)), "L1"),
     # Single buffers fit in 3 words; double buffering needs 6.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mapsearch.model.problem import Problem
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import load_problem
 

@@ -22,8 +22,8 @@ from mapsearch import cli
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.json_io import load_schedule
 from mapsearch.sparse import Banded, Dense, NofM, Uniform, csr
-from mapsearch.sparse import cli_args
-from mapsearch.sparse.cli_args import density_text, parse_density
+from mapsearch.sparse import density_text as density_text_module
+from mapsearch.sparse.density_text import density_text, parse_density
 from mapsearch.sparse.solve import solve_sparse
 from mapsearch.spec.load import load_problem
 
@@ -52,8 +52,8 @@ def solve_json(capsys, *argv: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- the parser
-def test_cli_args_doctests():
-    assert doctest.testmod(cli_args).failed == 0
+def test_density_text_doctests():
+    assert doctest.testmod(density_text_module).failed == 0
 
 
 @pytest.mark.parametrize("spec, ndim, want", [
@@ -168,6 +168,7 @@ def test_banded_with_a_dimension_held_whole_is_exact(capsys, matmul, tmp_path):
 
 
 def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, monkeypatch):
+    import mapsearch.sparse.entry as sparse_solve_command
     import mapsearch.sparse.replay as sparse_replay
 
     real = sparse_replay.replay_sparse
@@ -181,7 +182,7 @@ def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, mon
         from dataclasses import replace
         return replace(r, links=(replace(link, tensors=bumped),) + r.links[1:])
 
-    monkeypatch.setattr(sparse_replay, "replay_sparse", off_by_one)
+    monkeypatch.setattr(sparse_solve_command, "replay_sparse", off_by_one)  # where the solve looks it up
     out = tmp_path / "s.json"
     code, text, err = solve_cli(capsys, matmul, ARCH, "--density", "A=nofm:2/4,4/4", "--format", "A=CSR", "-o", str(out))
     assert code == 1 and not out.exists()
@@ -192,11 +193,12 @@ def test_replay_mismatch_on_an_exact_model_exits_1(capsys, matmul, tmp_path, mon
 
 
 def test_failed_data_check_exits_1(capsys, matmul, tmp_path, monkeypatch):
+    import mapsearch.sparse.entry as sparse_solve_command
     import mapsearch.sparse.replay as sparse_replay
     from dataclasses import replace
 
     real = sparse_replay.replay_sparse
-    monkeypatch.setattr(sparse_replay, "replay_sparse", lambda *a, **k: replace(real(*a, **k), data_ok=False))
+    monkeypatch.setattr(sparse_solve_command, "replay_sparse", lambda *a, **k: replace(real(*a, **k), data_ok=False))
     out = tmp_path / "s.json"
     code, _, err = solve_cli(capsys, matmul, ARCH, "--density", "A=uniform:0.5,0.5", "--format", "A=CSR", "-o", str(out))
     assert code == 1 and not out.exists()

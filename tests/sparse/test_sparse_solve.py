@@ -20,7 +20,7 @@ import pytest
 import brute_force as bf
 from sparse_cases import random_case, small_arch, solve_or_skip
 from mapsearch.model.problem import Problem, UnsupportedProblem
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse.density import Dense, Uniform
 from mapsearch.sparse.format import Format, ciss, coo, csf, csr, dense, words

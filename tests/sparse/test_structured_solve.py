@@ -22,9 +22,10 @@ import pytest
 import brute_force as bf
 from sparse_cases import random_case, small_arch, solve_or_skip
 from mapsearch.model import chains as C
+from mapsearch.model.footprints import positional_footprint
 from mapsearch.model.problem import Problem, UnsupportedProblem
-from mapsearch.solve.constraints import Constraints, TileLimit
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import Constraints, TileLimit
+from mapsearch.model.options import SolveOptions
 from mapsearch.sparse import Banded, Dense, NofM, Uniform, ciss, coo, csf, csr, dense, replay_sparse
 from mapsearch.sparse.density import sample_inputs
 from mapsearch.sparse.format import Format, words
@@ -46,9 +47,9 @@ def _split_walk(extent: int, tiles) -> list[list[tuple[int, int]]]:
 @pytest.mark.parametrize("extent,depth", [(10, 1), (13, 2), (17, 3), (7, 3)])
 def test_positional_footprints_sum_every_piece(extent, depth, monkeypatch):
     monkeypatch.setattr(C, "PIECES_PER_BATCH", 40)  # several batches
-    x = C.positional_footprint("x", lambda lo, hi: hi - lo)
-    one = C.positional_footprint("one", lambda lo, hi: np.ones_like(lo))
-    start = C.positional_footprint("start", lambda lo, hi: lo)
+    x = positional_footprint("x", lambda lo, hi: hi - lo)
+    one = positional_footprint("one", lambda lo, hi: np.ones_like(lo))
+    start = positional_footprint("start", lambda lo, hi: lo)
     tiles = C._enumerate_tiles(extent, [(1, extent)] * depth, ["full"] * depth)
     q = C._quantities(extent, tiles, ((1, 0), (0, 1), x, one, start), 1)
     for affine, positional in (((1, 0), x), ((0, 1), one)):

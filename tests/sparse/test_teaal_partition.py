@@ -12,13 +12,13 @@ import pytest
 from mapsearch.errors import SpecError
 from mapsearch.model.problem import Problem
 from mapsearch.presets import load_preset
-from mapsearch.solve.constraints import TileLimit
-from mapsearch.solve.options import SolveOptions
+from mapsearch.spec.constraints import TileLimit
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.sparse import Dense, SparseTensor, Uniform, ciss, replay_sparse, uniform_occupancy, uniform_shape, uniform_slice
 from mapsearch.sparse.density import power_law
 from mapsearch.sparse.teaal_partition import TeaalPartitionError, teaal_partition
-from mapsearch.spec.load import read_yaml
+from mapsearch.spec.reading import read_yaml
 from mapsearch.spec.teaal import PartitionOp, teaal_from_dict
 
 YAML = Path(__file__).resolve().parents[2] / "examples/sparse/spmttkrp_slice.yaml"

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.graph_load import graph_and_homes_from_dict, graph_from_dict, graph_to_dict, load_graph, load_workload_any
+from mapsearch.spec.graph_load import graph_and_homes_from_dict, graph_from_dict, graph_to_dict, load_graph
+from mapsearch.spec.workload_files import load_workload_any
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mapsearch.errors import SpecError
-from mapsearch.solve.constraints import TileLimit, check_constraints
+from mapsearch.spec.constraints import TileLimit, check_constraints
 from mapsearch.spec.architecture import Architecture, Level, Link
 from mapsearch.spec.teaal import TeaalSyntaxError, load_teaal, parse_expression, teaal_from_dict
 
@@ -85,9 +85,14 @@ def base(**mapping):
     "data, extents, message",
     [
         (base(), None, None),
-        ({**base(), "shape": {"K": 2, "M": 3}}, None, r"^t\.yaml: shape\.n: missing"),
-        ({k: v for k, v in base().items() if k != "shape"}, None, r"^t\.yaml: extents\.m: missing"),
+        ({**base(), "shape": {"K": 2, "M": 3}}, None,
+         r"^t\.yaml: shape: expected an extent for every rank .*'shape: \{N: N\}' or pass --extent N=N\), got none for N$"),
+        ({k: v for k, v in base().items() if k != "shape"}, None,
+         r"^t\.yaml: shape: expected an extent for every rank \(TeAAL takes them from the data; add 'shape: \{K: N, M: N, N: N\}'"
+         r" or pass --extent K=N --extent M=N --extent N=N\), got none for K, M, N$"),
         ({k: v for k, v in base().items() if k != "shape"}, {"K": 2, "M": 3, "N": 4}, None),
+        ({k: v for k, v in base().items() if k != "shape"}, {"k": 2, "m": 3, "n": 4}, None),  # lower case too
+        ({**base(), "shape": {"K": 2, "M": 3}}, {"N": 4}, None),  # the argument fills what shape lacks
         ({**base(), "einsum": {"declaration": {"A": ["K", "M"], "Z": ["M", "N"]}, "expressions": ["Z[m,n] = A[k,m] * B[k,n]"]}},
          None, r"einsum\.expressions\[0\]: tensor B is not declared"),
         ({**base(), "einsum": {"declaration": {"A": ["K", "M"], "B": ["K", "N"], "Z": ["M", "N"]}, "expressions": ["Z[m,n] = A[m,k] * B[k,n]"]}},

@@ -9,19 +9,17 @@ from pathlib import Path
 import pytest
 
 from mapsearch.spec.architecture import Compute, Link, MeshAxis
-from mapsearch.spec.tree import (
+from mapsearch.spec.tree import is_tree_file, load_tree, tree_from_text
+from mapsearch.spec.tree_paths import (
     FlatPath,
-    TreeError,
     UnusablePath,
     flatten,
-    is_tree_file,
-    load_tree,
     path_architecture,
     path_constraints,
     path_must_reuse,
     single_architecture,
-    tree_from_text,
 )
+from mapsearch.spec.tree_yaml import TreeError
 from mapsearch.spec.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from mapsearch.errors import MapsearchError, SpecError
-from mapsearch.spec.tree import TreeError, flatten, load_tree, path_architecture, path_constraints, solve_tree
+from mapsearch.solve.tree import solve_tree
+from mapsearch.spec.tree import load_tree
+from mapsearch.spec.tree_paths import flatten, path_architecture, path_constraints
+from mapsearch.spec.tree_yaml import TreeError
 from mapsearch.spec.workload import Workload
 
 MATMUL = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 4, "n": 4, "k": 4})

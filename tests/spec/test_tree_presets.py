@@ -9,7 +9,8 @@ import pytest
 
 from mapsearch.spec.architecture import Link, MeshAxis
 from mapsearch.spec.load import load_workload
-from mapsearch.spec.tree import flatten, is_tree_file, load_tree, path_architecture, path_constraints, single_architecture
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import flatten, path_architecture, path_constraints, single_architecture
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = ROOT / "mapsearch" / "presets"

@@ -9,9 +9,10 @@ import pytest
 
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
-from mapsearch.solve.constraints import Constraints
-from mapsearch.solve.options import SolveOptions
-from mapsearch.spec.tree import NoUsablePath, load_tree, solve_tree, tree_from_text
+from mapsearch.spec.constraints import Constraints
+from mapsearch.model.options import SolveOptions
+from mapsearch.solve.tree import NoUsablePath, solve_tree
+from mapsearch.spec.tree import load_tree, tree_from_text
 from mapsearch.spec.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]

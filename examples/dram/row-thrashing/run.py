@@ -42,7 +42,7 @@ def solver_rows(seed_input_layout: bool):
     from mapsearch.dram.layout import LayoutSpec
     from mapsearch.model.problem import Problem
     from mapsearch.report.dram_rows import dram_rows_check
-    from mapsearch.solve.options import SolveOptions
+    from mapsearch.model.options import SolveOptions
     from mapsearch.solve.run import solve
     from mapsearch.spec.load import load_problem
 

@@ -62,13 +62,13 @@ class ForeignArch:
     tree: Any  # a mapsearch.spec.tree.Tree
     format: str
     source: str
-    constraints: Any = None  # mapsearch.solve.constraints.Constraints from the file's mapping constraints, or None
+    constraints: Any = None  # mapsearch.spec.constraints.Constraints from the file's mapping constraints, or None
     notes: tuple[str, ...] = ()
     clock_hz: Any = None  # seconds per clock when the file says (AccelForge: the compute's op rate), else None
 
 
 def _read(path: str | Path, variables: Mapping[str, Any] | None, duplicate_keys: str = "error") -> Any:
-    from mapsearch.spec.load import read_text
+    from mapsearch.spec.reading import read_text
 
     source = str(path)
     text = render_jinja(read_text(path), source, variables or {})
@@ -229,7 +229,7 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
 
 def _check_chain_trees(trees: list, source: str) -> None:
     """A chain is solved on one architecture: every einsum's translation must be the same tree and rules."""
-    from mapsearch.spec.tree import flatten
+    from mapsearch.spec.tree_paths import flatten
 
     first = [(p.compute_name, p.architecture.levels) for p in flatten(trees[0][0])]
     for tree, *_ in trees[1:]:

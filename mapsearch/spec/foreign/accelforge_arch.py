@@ -51,8 +51,8 @@ from mapsearch.spec.foreign.common import Tagged, bad, exact, untranslatable
 from mapsearch.spec.foreign.expr import ExprError, evaluate_expr
 from mapsearch.spec.foreign.sets import TensorSet, as_set_text
 from mapsearch.spec.set_expr import parse_set_expr
-from mapsearch.spec.tree import (ComputeNode, HierarchicalNode, MemoryNode, ParallelNode, SetRule, SpatialAxis, Tree,
-                                 Where)
+from mapsearch.spec.tree_nodes import ComputeNode, HierarchicalNode, MemoryNode, ParallelNode, SetRule, SpatialAxis, Tree
+from mapsearch.spec.tree_yaml import Where
 
 __all__ = ["EinsumView", "accelforge_tree", "is_accelforge_arch"]
 
@@ -292,7 +292,7 @@ def accelforge_tree(data: Mapping[str, Any], source: str, name: str, view: Einsu
     t.clock_hz = known[-1] if known else None  # one clock: an op of the last compute in the file
     nodes = t.chain(arch.get("nodes"), "arch.nodes", None)
     tree = Tree(name, HierarchicalNode(tuple(nodes), Where(source, 1, 1, "arch")), False, source, "", "J")
-    from mapsearch.spec.tree import flatten
+    from mapsearch.spec.tree_paths import flatten
 
     flatten(tree)  # structural problems (no compute, a chain ending without one) now, as for native trees
     return tree, tuple(dict.fromkeys(t.notes)), t.clock_hz

@@ -37,7 +37,8 @@ from typing import Any, Mapping
 from mapsearch.spec.foreign.accelforge_parts import FREE, Port, join_ports
 from mapsearch.spec.foreign.common import Tagged, bad, untranslatable
 from mapsearch.spec.set_expr import parse_set_expr
-from mapsearch.spec.tree import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree, Where
+from mapsearch.spec.tree_nodes import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree
+from mapsearch.spec.tree_yaml import Where
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload, WorkloadGraph
 
 __all__ = ["timeloop_problem", "timeloop_arch"]

@@ -1,4 +1,4 @@
-"""Timeloop v0.4 mapping constraints -> keep rules and :class:`~mapsearch.solve.constraints.Constraints`.
+"""Timeloop v0.4 mapping constraints -> keep rules and :class:`~mapsearch.spec.constraints.Constraints`.
 
 What is exact (see timeloop.py): ``dataspace``/``bypass`` keep and bypass
 lists; a temporal ``permutation`` that names every dimension (Timeloop lists
@@ -58,7 +58,7 @@ def _permutation(raw: Any, dims: tuple[str, ...], source: str, field: str) -> li
 def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workload, source: str,
                   notes: list[str]) -> tuple[dict[str, tuple], Any]:
     """``({storage: (keep set, bypass set)}, Constraints or None)``; what is left out goes to ``notes``."""
-    from mapsearch.solve.constraints import Constraints, TileLimit
+    from mapsearch.spec.constraints import Constraints, TileLimit
 
     from mapsearch.spec.foreign.operands import window_dims
 

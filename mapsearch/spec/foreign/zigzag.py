@@ -46,7 +46,8 @@ from mapsearch.spec.foreign.common import bad, untranslatable
 from mapsearch.spec.foreign.operands import operand_words
 from mapsearch.spec.foreign.sets import as_set_text
 from mapsearch.spec.set_expr import parse_set_expr
-from mapsearch.spec.tree import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree, Where
+from mapsearch.spec.tree_nodes import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree
+from mapsearch.spec.tree_yaml import Where
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload, WorkloadGraph
 
 __all__ = ["zigzag_tree", "zigzag_workload"]

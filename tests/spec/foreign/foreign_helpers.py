@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from mapsearch.errors import SpecError
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.spec.foreign import load_foreign_arch, load_foreign_workload
-from mapsearch.spec.tree import solve_tree
+from mapsearch.solve.tree import solve_tree
 from mapsearch.spec.workload import Workload
 
 PEERS = Path(__file__).resolve().parents[2] / "data" / "peers"
@@ -25,3 +28,12 @@ def solve_peer(workload, arch_path, variables=None, objective="time"):
     replayed = replay(result.schedule, mode="count")
     assert differences(result.schedule.predicted, replayed.figures) == []
     return best, result, fa.notes
+
+
+def workload_error(tmp_path: Path, text: str, name: str = "p.yaml", format: str | None = None) -> tuple[Path, str]:
+    """``(path, message)``: the one-line SpecError of a peer's workload file holding ``text``."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(SpecError) as e:
+        load_foreign_workload(path, format=format)
+    return path, str(e.value)

@@ -9,7 +9,8 @@ import pytest
 from mapsearch.errors import SpecError
 from mapsearch.spec.foreign import load_foreign, load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import ForeignSpecError, Untranslatable
-from mapsearch.spec.tree import NoUsablePath, flatten
+from mapsearch.solve.tree import NoUsablePath
+from mapsearch.spec.tree_paths import flatten
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
 from foreign_helpers import MATMUL, PEERS, solve_peer

@@ -75,3 +75,16 @@ def test_malformed_peer_yaml_names_the_line(matmul, tmp_path):
 def test_sparse_format_flags_still_work_beside_peer_formats(matmul):
     out = run(matmul, "edge-3level", "--format", "A=CSR", "--density", "A=uniform:0.5,0.5", "--time-limit", "30")
     assert out.returncode == 0, out.stderr
+
+
+def test_a_schedule_on_free_links_exports_to_timeloop_without_bandwidths(matmul, tmp_path):
+    """A peer's unbounded bandwidth is a free link (0 clocks per word); Timeloop's own default is unbounded."""
+    schedule = tmp_path / "s.json"
+    out = run(matmul, AF / "arches" / "simple.yaml", "--no-placement", "-q", "-o", schedule)
+    assert out.returncode == 0, out.stderr
+    export = subprocess.run([sys.executable, "-m", "mapsearch", "export", str(schedule), "--format", "timeloop",
+                             "-o", str(tmp_path / "tl")], capture_output=True, text=True, timeout=300)
+    assert export.returncode == 0, export.stderr
+    arch = (tmp_path / "tl" / "arch.yaml").read_text()
+    assert "attributes: {depth: 96, width: 8, datawidth: 8}" in arch  # GlobalBuffer: twice the 48 words
+    assert not [line for line in arch.splitlines() if "bandwidth:" in line]

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from mapsearch.model.problem import Problem
 from mapsearch.report.energy import schedule_energy
-from mapsearch.solve.options import SolveOptions
+from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
 from mapsearch.spec.load import architecture_from_dict, architecture_to_dict
 from mapsearch.spec.workload import Workload
@@ -43,11 +43,12 @@ def test_energy_objective_is_the_model_and_the_report_agrees():
     b = schedule_energy(result.schedule, replay(result.schedule, mode="count").figures)
     assert result.objective_value == b.total == Fraction(27872, 5)
     # L2: the compulsory words only, A and B read once (32 x 100), Z written once (16 x 120). L0 holds 8 words,
-    # so B is staged whole in L1 (16 writes x 6) and read from there (64 reads x 5) rather than read again
-    # from L2 (100 each); 64 MACs at 1/2; leakage 1/10 per clock of L1 over the 64 clocks.
+    # so one input is staged whole in L1 (16 writes x 6) and read from there (64 reads x 5) rather than read again
+    # from L2 (100 each); 64 MACs at 1/2; leakage 1/10 per clock of L1 over the 64 clocks. A and B are mirror
+    # images in this 4x4x4 matmul, so either one is an optimum.
     assert dict(b.reads)["L2"] == 3200 and dict(b.writes)["L2"] == 1920
     assert dict(b.writes)["L1"] == 96 and dict(b.reads)["L1"] == 320
-    assert next(lv.keep for lv in result.schedule.levels if lv.level == "L1") == {"B"}
+    assert next(lv.keep for lv in result.schedule.levels if lv.level == "L1") in ({"A"}, {"B"})
     assert b.compute == 32 and b.leakage == Fraction(64, 10)
 
 

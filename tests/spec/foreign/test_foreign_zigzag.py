@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 
-from mapsearch.errors import SpecError
 from mapsearch.spec.foreign import load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import Untranslatable
-from mapsearch.spec.tree import NoUsablePath, flatten
+from mapsearch.solve.tree import NoUsablePath
+from mapsearch.spec.tree_paths import flatten
 
-from foreign_helpers import PEERS, solve_peer
+from foreign_helpers import PEERS, solve_peer, workload_error
 
 Z = PEERS / "zigzag"
 GEMM = Z / "layers" / "gemm_8x8x8.yaml"
@@ -88,8 +88,5 @@ def test_hardware_with_two_replicated_levels_reads_and_the_solver_says_it_maps_o
      "[0].loop_dims: expected a size for C, got ['k']"),
 ])
 def test_bad_layers_are_one_line(tmp_path, layer, message):
-    path = tmp_path / "layer.yaml"
-    path.write_text(layer)
-    with pytest.raises(SpecError) as e:
-        load_foreign_workload(path, format="zigzag")
-    assert str(e.value).startswith(f"{path}: {message}")
+    path, error = workload_error(tmp_path, layer, "layer.yaml", format="zigzag")
+    assert error.startswith(f"{path}: {message}")

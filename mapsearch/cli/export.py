@@ -1,0 +1,79 @@
+"""``mapsearch export SCHEDULE.json [--format loopnest|timeloop|accelforge|json] [-o FILE|DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mapsearch import api
+from mapsearch.atomic import check_writable, write_text_atomic
+from mapsearch.errors import MapsearchError
+from mapsearch.report import loopnest
+from mapsearch.report.export_accelforge import accelforge_files, accelforge_yaml
+from mapsearch.report.export_timeloop import timeloop_files, timeloop_yaml
+
+__all__ = ["EXPORT_FORMATS", "add_parser", "run"]
+
+EXPORT_FORMATS = ("loopnest", "timeloop", "accelforge", "json")
+_PEERS = {"timeloop": (timeloop_files, timeloop_yaml), "accelforge": (accelforge_files, accelforge_yaml)}
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write a schedule as loop-nest pseudo-code, Timeloop or AccelForge input files, or schedule JSON",
+        description="Export a schedule file: loopnest (Python-like pseudo-code with real bounds, loads and "
+        "stores), timeloop (Timeloop v0.4 problem, architecture and mapping: residual factors for remainder "
+        "tiles, spatial factors for splits; a schedule Timeloop cannot state exactly is refused), accelforge "
+        "(AccelForge architecture, workload and LoopTree mapping, buffers at their positions) or json (the "
+        "schedule file itself, checked and rewritten). For timeloop and accelforge, -o DIR writes the three "
+        "files into DIR, -o FILE.yaml (or stdout) one file with the three sections.",
+    )
+    p.add_argument("schedule", metavar="SCHEDULE.json", help="schedule file (as written by solve -o)")
+    p.add_argument(
+        "--format", metavar="FORMAT", default="loopnest", help="one of " + "|".join(EXPORT_FORMATS) + " (default loopnest)"
+    )
+    p.add_argument("-o", "--output", metavar="FILE|DIR",
+                   help="write here (atomically) instead of to stdout; a DIR (no .yaml suffix) for timeloop and "
+                   "accelforge gets problem/arch/mapping (timeloop) or arch/workload/mapping (accelforge) .yaml")
+    return p
+
+
+def _peer_texts(fmt: str, schedule, output: str | None) -> dict[str, str]:
+    """The peer files to write: one combined YAML (stdout or ``-o X.yaml``), or the three files of ``-o DIR``."""
+    files, combined = _PEERS[fmt]
+    if output is None or output.endswith((".yaml", ".yml")):
+        return {output or "-": combined(schedule)}
+    return {str(Path(output) / name): text for name, text in files(schedule).items()}
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.format not in EXPORT_FORMATS:
+        raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
+    writes_a_directory = args.format in _PEERS and args.output and not args.output.endswith((".yaml", ".yml"))
+    if args.output and not writes_a_directory:
+        check_writable(args.output)  # before the schedule is read, not after the export (a DIR is made below)
+    schedule = api.load_schedule(args.schedule)
+    if isinstance(schedule, api.FusedSchedule):
+        raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
+    if args.format in _PEERS:
+        texts = _peer_texts(args.format, schedule, args.output)  # every text first: nothing is written on an error
+        if "-" in texts:
+            sys.stdout.write(texts["-"])
+            return
+        if writes_a_directory:
+            try:
+                Path(args.output).mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise MapsearchError(f"{args.output}: cannot create the directory ({e.strerror})") from None
+        for path, text in texts.items():
+            write_text_atomic(path, text)
+        return
+    text = loopnest.loop_nest_code(schedule) if args.format == "loopnest" else api.dumps_schedule(schedule)
+    if args.output:
+        write_text_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)

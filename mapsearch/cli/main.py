@@ -1,0 +1,119 @@
+"""The ``mapsearch`` command.
+
+    mapsearch solve WORKLOAD.yaml ARCH.yaml [-c CONSTRAINTS] [--objective time|words|energy]
+                    [--time-limit S] [-o SCHEDULE.json] [--json] [--min-utilization U]
+                    [--workers N] [--seed N] [--replay-mode count|events|data]
+                    [--link-energy NAME=COST ...] [--op-energy X]
+                    [--dram-rows off|tiebreak|before-words] [--max-dram-rows N] [--dram-layouts FILE.yaml]
+                    [--density T=SPEC ...] [--format T=FMT ...] [--sparse-seed N] [--no-sparse-replay]
+    mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]
+    mapsearch export SCHEDULE.json [--format loopnest|timeloop|json] [-o FILE]
+    mapsearch trace SCHEDULE.json [--format ramulator2|ramulator1|dramsim3] [-o FILE] [--layouts FILE.yaml]
+                    [--dram PRESET] [--element-order ORDER] [--request-bytes N] [--json]
+    mapsearch sweep SWEEP.yaml [--out DIR] [--workers N] [--scheduler tcp://HOST:PORT]
+                    [--retry-failed] [--time-limit S] [--export-only] [-q]
+    mapsearch plot RESULTS [--kind parameter|roofline|lower-bound] [--param PATH] [-o FILE.png]
+    mapsearch characterize MODEL PROFILE [PROFILE ...] [--out DIR] [--workers N]
+                    [--scheduler tcp://HOST:PORT] [--time-limit S] [--top N] [--no-plot]
+
+Exit codes: 0 success; 1 the replay disagrees with the prediction (``--check``,
+and always after ``solve``) or the data check failed; 2 bad input, an
+infeasible problem or any other deliberate error
+(:class:`~mapsearch.errors.MapsearchError`), printed as one line
+``mapsearch: <message>`` without a traceback unless ``--debug`` is given;
+3 ``solve`` found no schedule within its time limit; 130 interrupted (Ctrl-C:
+``solve`` reports and, with ``-o``, writes the best schedule so far after the
+first, a second aborts with nothing written; ``sweep`` and ``characterize``
+keep what finished and record what was running as interrupted). A usage
+error is one line too.
+:func:`main` is the one place that turns a failure into an exit code
+(:mod:`mapsearch.cli.exits`); each command lives in its own module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import NoReturn, Sequence
+
+from mapsearch.cli import characterize, export, plot, replay, solve, sweep, trace
+from mapsearch.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, CommandFailed
+from mapsearch.errors import Interrupted, MapsearchError, SolverTimeout
+from mapsearch.version import __version__
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+log = logging.getLogger("mapsearch")
+
+COMMANDS = (solve, replay, export, trace, sweep, plot, characterize)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and exit code 2, like any other bad input (``--help`` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_BAD_INPUT, f"mapsearch: {where}{' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="mapsearch",
+        description="Optimal schedules (tilings, loop orders, residency) of einsums on memory hierarchies, and their replay.",
+    )
+    parser.add_argument("--version", action="version", version=f"mapsearch {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    # Subcommands accept --debug too; SUPPRESS keeps one given before the subcommand.
+    common = _OneLineParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks and debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub, common).set_defaults(func=command.run)
+    return parser
+
+
+def _one_line(e: BaseException) -> str:
+    return "mapsearch: " + (" ".join(str(e).split()) or type(e).__name__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code. The only place where a failure becomes one."""
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="mapsearch: %(levelname)s: %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        args.func(args)
+    except CommandFailed as e:
+        sys.stdout.flush()
+        for line in e.lines:
+            print(f"mapsearch: {line}", file=sys.stderr)
+        if debug and e.__cause__ is not None:
+            raise e.__cause__
+        return e.code
+    except SolverTimeout as e:
+        if debug:
+            raise
+        print(_one_line(e), file=sys.stderr)
+        return EXIT_TIMEOUT
+    except Interrupted as e:  # Ctrl-C before there was anything to report
+        print(_one_line(e) + "; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except MapsearchError as e:
+        if debug:
+            raise
+        print(_one_line(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("mapsearch: interrupted; nothing written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,283 @@
+r"""Split filter windows: a convolution input axis over two split dimensions, counted exactly.
+
+An input axis ``h = s*p + t*r`` (stride ``s``, dilation ``t``) whose two
+dimensions are both split below the top holds, for pieces ``x`` of ``p`` and
+``y`` of ``r``, the interval of ``s*(x-1) + t*(y-1) + 1`` words that starts
+at ``s*p0 + t*r0``. :mod:`mapsearch.model.traffic` counts a buffer's words
+as the words of every state of its prefix minus those of the steps that
+change nothing (docs/solver.md, "Split filter windows", proves each part):
+
+- states: ``sum over piece pairs of s(x-1) + t(y-1) + 1
+  = s*F_p*N_r + t*N_p*F_r + (1-s-t)*N_p*N_r`` (``F``: sum of piece extents,
+  ``N``: number of pieces), a sum of three per-dimension products;
+- a loop over neither dimension advances: the axis stays iff every loop of
+  ``p`` and of ``r`` inside it makes one trip (resetting loops only move the
+  interval back, so two of them cannot cancel): the same three terms over
+  the contexts with one trip (still sums of extents ``W`` and of counts);
+- a loop of ``p`` (or ``r``) advances: its piece goes from ``a`` to the
+  adjacent ``a'`` while the other's loops inside it go from their last to
+  their first piece of its context piece ``c``. The interval is unchanged
+  iff ``s*x_b = t*(|c| - y_b)`` and ``s*x_b + t*y_b = s*x_a + t*y_a``
+  (``x_b``, ``x_a``: the advancing dimension's last piece inside ``a`` and
+  first inside ``a'`` at the buffer's level; ``y_b``, ``y_a``: the other's
+  last and first inside ``c``). These are the *coincidences*.
+
+The coincidences depend on the two chains jointly. :func:`coincidence_table`
+counts them, weighted by the interval's words, for every pair of chains,
+from the advancing dimension's advance types and the other's context types
+(both exact, from the split-with-remainder rule); the model reads the table
+by an element constraint on ``choice_p * |chains of r| + choice_r``
+(:func:`coincidences`), and model/traffic.py multiplies it by the other
+axes' still factors and the other dimensions' counts, as it does for every
+step that changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mapsearch.budget import checkpoint
+from mapsearch.model.chains import DimChains
+from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.problem import Problem
+from mapsearch.model.window_types import advance_types, context_types
+from mapsearch.spec.workload import Workload
+
+# Entries of the (chain of p, chain of r, type, type) block computed at once.
+_BLOCK = 1 << 24
+
+
+@dataclass(frozen=True)
+class Window:
+    """An input axis over two dimensions of extent > 1: ``coeffs[0]*dims[0] + coeffs[1]*dims[1]``."""
+
+    tensor: str
+    dims: tuple[str, str]
+    coeffs: tuple[int, int]
+
+    def coeff(self, d: str) -> int:
+        return self.coeffs[self.dims.index(d)]
+
+    def other(self, d: str) -> str:
+        return self.dims[1 - self.dims.index(d)]
+
+
+def find_windows(w: Workload) -> tuple[Window, ...]:
+    """Every input axis indexed by exactly two dimensions of extent > 1 (extent-1 terms add nothing).
+
+    Axes over three or more such dimensions are not windows: model/problem.py
+    holds all but the largest whole (a named family restriction).
+    """
+    out = []
+    for t in w.einsum.inputs:
+        for ix in t.indices:
+            live = [(d, c) for d, c in ix.terms if w.extent[d] > 1]
+            if len(live) == 2:
+                out.append(Window(t.name, (live[0][0], live[1][0]), (live[0][1], live[1][1])))
+    return tuple(out)
+
+
+def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tuple[tuple[Window, ...], frozenset[str], str | None]:
+    """``(windows split, pinned dims, why windows are held whole)`` for this problem.
+
+    Windows are split for one einsum measured in words (with a spatial
+    fanout their dimensions are not split over mesh axes: a restriction of
+    the spatial family, see :func:`spatial_restriction`). In a fused stage,
+    under other measures, and for a window over a dimension pinned by an
+    axis of three or more dimensions, the window's smaller dimension is held
+    whole; the reason becomes a family restriction.
+    """
+    from mapsearch.model.problem import pinned_dims
+
+    w = p.workload
+    found = find_windows(w)
+    reason = None
+    if found and p.fusion_level is not None:
+        reason = "fused chain stage"
+    elif found and (unit_dims or extra_footprints):
+        reason = "measures other than words"
+    windows = () if reason else found
+    while True:
+        pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
+        kept = tuple(win for win in windows if not set(win.dims) & pinned)
+        if kept == windows:
+            return windows, pinned, reason
+        windows = kept
+
+
+def spatial_restriction(enc: Encoding) -> str | None:
+    """The family restriction a spatial fanout puts on split windows: their dimensions stay temporal."""
+    if enc.spatial_level is None or not enc.windows:
+        return None
+    dims = sorted({d for win in enc.windows for d in win.dims})
+    return f"spatial splits: the dimensions of split windows ({', '.join(dims)}) are not split over mesh axes"
+
+
+def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
+    """The split window of ``tensor`` that ``d`` belongs to, if any."""
+    return next((win for win in enc.windows if win.tensor == tensor and d in win.dims), None)
+
+
+# --------------------------------------------------------------------------- the table
+
+def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                      other_outer: bool) -> np.ndarray:
+    """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
+
+    Rows: chains of the advancing dimension; columns: chains of the other.
+    ``le``, ``lo``: the levels whose pieces the buffer holds along each
+    (its level, or the one above where that dimension's loop is inside the
+    buffer); ``other_outer``: the other's level-``j`` loop is outer to the
+    advancing one, so its context is its level-``j`` piece (else its
+    level-``(j-1)`` piece), taken no deeper than ``lo``.
+    """
+    xb, xa, m = advance_types(advancing.extent, advancing.tiles, j, le)
+    k = min(j if other_outer else j - 1, lo)
+    c, yb, ya, n = context_types(other.extent, other.tiles, k, lo)
+    rows, cols = len(advancing), len(other)
+    out = np.zeros((rows, cols), dtype=np.int64)
+    per_row = max(1, cols * xb.shape[1] * c.shape[1])
+    step = max(1, _BLOCK // per_row)
+    for lo_row in range(0, rows, step):
+        checkpoint(f"tabling the coincidences of {rows:,} x {cols:,} window chains")
+        sl = slice(lo_row, lo_row + step)
+        XB, XA, M = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None]
+        C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
+        same_start = se * XB == so * (C - YB)
+        same_length = se * XB + so * YB == se * XA + so * YA
+        words = se * (XA - 1) + so * (YA - 1) + 1
+        out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
+    return out
+
+
+def table_variants(depth: int) -> list[tuple[int, int, int, bool]]:
+    """Every ``(j, le, lo, other_outer)`` a model over ``depth`` levels below the top may read.
+
+    A buffer at level ``i`` (the anchor of its cut) holds each dimension's
+    level-``i`` or level-``(i-1)`` pieces, so ``le`` and ``lo`` differ by at
+    most one; variants whose other context is the same piece are listed once.
+    """
+    out: dict[tuple[int, int, int, int], bool] = {}
+    for le in range(1, depth + 1):
+        for lo in range(le - 1, min(depth, le + 1) + 1):
+            for j in range(1, le + 1):
+                for outer in (False, True):
+                    out.setdefault((j, le, lo, min(j if outer else j - 1, lo)), outer)
+    return [(j, le, lo, outer) for (j, le, lo, _), outer in sorted(out.items())]
+
+
+def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...], depth: int) -> dict[str, DimChains]:
+    """Drop window chains that another chain of the same dimension beats everywhere the model looks.
+
+    A chain of a window dimension enters the words through its counts and
+    sums (compared for equality), its still sums (a window's still factor is
+    ``s*(W - C)*C_r + C*K_r`` with ``W``, ``C`` the still sums of extents and
+    counts and ``C_r``, ``K_r >= 0`` from the other dimension, so it grows
+    with ``W - C`` and with ``C``; a plain axis's grows with ``W``), its
+    coincidences (subtracted, with non-negative factors), and its tile
+    extents (capacity only). A chain with equal counts, sums and calls,
+    no smaller ``W - C``, ``C`` or other still sums, no fewer coincidences
+    against every chain of the partner, and no larger extents is at least as
+    good in every objective and constraint, so the other is dropped: exact.
+    Pruning one dimension against the partner's current chains, then the
+    partner against the survivors, stays exact (a dropped chain's
+    dominator is kept for every partner chain).
+    """
+    out = dict(chains)
+    variants = table_variants(depth)
+    for d in dict.fromkeys(d for win in windows for d in win.dims):
+        extra = []
+        for win in (win for win in windows if d in win.dims):
+            o = win.other(d)
+            for j, le, lo, outer in variants:
+                extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer))
+                extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer).T)
+        out[d] = out[d].take(_undominated(out[d], np.concatenate(extra, axis=1)))
+    return out
+
+
+def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
+    """Rows of ``ch`` that no other row beats (see :func:`prune_window_chains`), in order."""
+    x, u = (1, 0), (0, 1)
+    exact = np.concatenate([ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]], axis=1)
+    better = [coincidence_cols]
+    for f in sorted(ch.small):
+        for key in sorted(ch.small[f]):
+            col = ch.small[f][key]
+            if f == x and u in ch.small:
+                col = col - ch.small[u][key]
+            better.append(col[:, None])
+    good = np.concatenate(better, axis=1)
+    # First among rows that read alike everywhere (only their extents differ), then across them.
+    rows = np.arange(len(ch))
+    for columns in (np.concatenate([exact, good], axis=1), exact):
+        _, group = np.unique(columns[rows], axis=0, return_inverse=True)
+        group = group.ravel()
+        order = np.argsort(group, kind="stable")
+        keep = [members[~_beaten(good[rows[members]], ch.tiles[rows[members]])]
+                for members in np.split(order, np.flatnonzero(np.diff(group[order])) + 1)]
+        rows = rows[np.sort(np.concatenate(keep))] if keep else rows[:0]
+    return rows
+
+
+def _beaten(good: np.ndarray, tiles: np.ndarray) -> np.ndarray:
+    """Per row: some other row is at least as good everywhere, no larger, and differs (or is an earlier twin)."""
+    n = good.shape[0]
+    beaten = np.zeros(n, dtype=bool)
+    if n == 1:
+        return beaten
+    step = max(1, _BLOCK // max(1, n * (good.shape[1] + tiles.shape[1])))
+    index = np.arange(n)
+    for lo in range(0, n, step):
+        b = slice(lo, lo + step)  # candidates to be beaten
+        ge = np.all(good[:, None, :] >= good[None, b, :], axis=2) & np.all(tiles[:, None, :] <= tiles[None, b, :], axis=2)
+        same = np.all(good[:, None, :] == good[None, b, :], axis=2) & np.all(tiles[:, None, :] == tiles[None, b, :], axis=2)
+        earlier_twin = same & (index[:, None] < index[None, b])
+        beaten[b] = np.any(ge & (~same | earlier_twin), axis=0)
+    return beaten
+
+
+# --------------------------------------------------------------------------- the model
+
+def pair_index(enc: Encoding, win: Window):
+    """``choice_p * |chains of r| + choice_r``: one index over the pairs of the window's chains."""
+    key = ("window_pair", win.dims)
+    if key not in enc.cache:
+        p, r = win.dims
+        cols = len(enc.chains[r])
+        cp, cr = enc.choice[p], enc.choice[r]
+        if isinstance(cp, int) and isinstance(cr, int):
+            enc.cache[key] = cp * cols + cr
+        else:
+            var = enc.model.new_int_var(0, len(enc.chains[p]) * cols - 1, f"pair_{p}_{r}")
+            enc.model.add(var == cp * cols + cr)
+            enc.cache[key] = var
+    return enc.cache[key]
+
+
+def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, other_outer: bool) -> Q:
+    """:func:`coincidence_table` of the chosen pair of chains, as a quantity."""
+    o = win.other(e)
+    k = min(j if other_outer else j - 1, lo)
+    key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k)
+    if key in enc.cache:
+        return enc.cache[key]
+    table = coincidence_table(enc.chains[e], enc.chains[o], win.coeff(e), win.coeff(o), j, le, lo, other_outer)
+    if e != win.dims[0]:
+        table = table.T  # rows: chains of the window's first dimension
+    values = table.ravel()
+    lo_v, hi_v = int(values.min()), int(values.max())
+    if lo_v == hi_v:
+        q = Q.const(lo_v)
+    else:
+        index = pair_index(enc, win)
+        if isinstance(index, int):
+            q = Q.const(int(values[index]))
+        else:
+            var = enc.model.new_int_var(lo_v, hi_v, enc.name(f"coincide_{win.tensor}_{e}{j}"))
+            enc.model.add_element(index, values.tolist(), var)
+            q = Q(var, lo_v, hi_v)
+    enc.cache[key] = q
+    return q

@@ -1,0 +1,349 @@
+"""The solver in one call: any workload and architecture source, options by name, and the replay check.
+
+:func:`solve`, :func:`solve_chain` and :func:`solve_sparse` are what
+:mod:`mapsearch.api` offers scripts, what ``mapsearch solve`` and the sweep's
+cases run. Each loads its inputs (:mod:`mapsearch.spec.inputs`: objects,
+dicts, files or preset names), solves, and replays the result in the
+simulator (``replay="count"`` by default): the result carries the replayed
+figures and the fields where they differ from the prediction, and with
+``strict=True`` (the default) a disagreement raises
+:class:`~mapsearch.errors.ReplayMismatch`, since a schedule whose replay
+disagrees is a bug, not a result.
+
+:func:`solve_options` builds a :class:`~mapsearch.model.options.SolveOptions`
+from values by name and checks each one; an error names the parameter (or,
+through ``names``, the command-line flag that gave it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+from mapsearch.dram.layout import LayoutSpec, layout_specs
+import mapsearch.budget as budget
+from mapsearch.errors import (InfeasibleError, Interrupted, ReplayMismatch, ScheduleError, SolverTimeout, SpecError,
+                              UsageError)
+from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
+from mapsearch.model.problem import Problem
+from mapsearch.schedule.figures import Figures, differences
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.replay import MODES, replay
+from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
+from mapsearch.solve.chain_replay import replay_checks
+from mapsearch.solve.explain import with_core
+from mapsearch.solve.run import SolveResult, solve as solve_problem
+from mapsearch.solve.tree import path_rules, solve_tree
+from mapsearch.spec import limits
+from mapsearch.spec.architecture import Architecture, as_fraction
+from mapsearch.spec.constraints import Constraints, check_constraints
+from mapsearch.spec.inputs import (
+    ArchitectureSource,
+    ConstraintsSource,
+    LoadedWorkload,
+    WorkloadSource,
+    architecture_of,
+    constraints_of,
+    workload_of,
+)
+from mapsearch.spec.load import check_homes, check_problem
+from mapsearch.spec.reading import read_yaml
+from mapsearch.spec.tree_nodes import Tree
+from mapsearch.spec.tree import is_tree_file, load_tree
+from mapsearch.spec.tree_paths import flatten, path_architecture
+from mapsearch.spec.workload import Workload, WorkloadGraph
+
+__all__ = ["Number", "solve_options", "solve_inputs", "solve", "solve_chain", "replay_result", "predicted_figures"]
+
+Number = Union[int, float, Fraction, str]  # an exact number: 2, 0.25, Fraction(1, 3) or '1/3'
+
+
+MAX_WORKERS = 4096  # CP-SAT workers; more is a typo
+MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit int
+
+
+def _exact(name: str, value: Number, expected: str) -> Fraction:
+    try:
+        x = as_fraction(value)
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise UsageError(name, expected, value) from None
+    if limits.exact_error(x) is not None:  # the model scales by its denominator: keep it within its integers
+        raise UsageError(name, f"{expected}, numerator and denominator at most 2^62", value)
+    return x
+
+
+def _seconds(name: str, value: float, expected: str) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(name, expected, value)
+    return float(value)
+
+
+def _link_names(architecture: Architecture | Tree | None) -> tuple[str, ...] | None:
+    if isinstance(architecture, Tree):
+        return flatten(architecture)[0].architecture.link_names
+    return None if architecture is None else architecture.link_names
+
+
+def solve_options(*, objective: str | None = None, time_limit: float | None = None, work_limit: float | None = None,
+                  min_utilization: Number | None = None, workers: int | None = None, seed: int | None = None,
+                  link_energy: Mapping[str, Number] | None = None, op_energy: Number | None = None,
+                  dram_rows: str | None = None, max_dram_rows: int | None = None,
+                  dram_layouts: Mapping[str, Any] | str | Path | None = None, placement: bool | None = None,
+                  architecture: Architecture | Tree | None = None, workload: Workload | None = None,
+                  base: SolveOptions | None = None, names: Mapping[str, str] | None = None) -> SolveOptions:
+    """``base`` (default :class:`SolveOptions()`) with every value given here, each checked.
+
+    ``link_energy`` names links of ``architecture`` (checked when it is given);
+    ``dram_layouts`` is a ``{tensor: layout}`` mapping as in a trace options
+    file's ``layouts:`` (or the path of such a file), read against
+    ``workload``; fixing layouts turns the DRAM row model on (``tiebreak``)
+    unless ``dram_rows`` says otherwise. A bad value is a
+    :class:`~mapsearch.errors.UsageError` naming the parameter, or
+    ``names[parameter]`` (the CLI passes its flags).
+    """
+    def name(field: str) -> str:
+        return (names or {}).get(field, field)
+
+    given: dict[str, Any] = {}
+    if objective is not None:
+        if objective not in OBJECTIVES:
+            raise UsageError(name("objective"), "one of " + ", ".join(OBJECTIVES), objective)
+        given["objective"] = objective
+    if time_limit is not None:
+        given["time_limit"] = _seconds(name("time_limit"), time_limit, "seconds > 0")
+    if work_limit is not None:
+        given["work_limit"] = _seconds(name("work_limit"), work_limit, "deterministic seconds > 0")
+    if min_utilization is not None:
+        u = _exact(name("min_utilization"), min_utilization, "a number in (0, 1]")
+        if not 0 < u <= 1:
+            raise UsageError(name("min_utilization"), "a number in (0, 1]", min_utilization)
+        given["min_utilization"] = u
+    if workers is not None:
+        if workers < 1:
+            raise UsageError(name("workers"), "an int >= 1", workers)
+        if workers > MAX_WORKERS:
+            raise UsageError(name("workers"), f"an int between 1 and {MAX_WORKERS:,}", workers)
+        given["workers"] = int(workers)
+    if seed is not None:
+        if not 0 <= seed <= MAX_SEED:
+            raise UsageError(name("seed"), f"an int between 0 and {MAX_SEED:,}", seed)
+        given["seed"] = int(seed)
+    if link_energy is not None:
+        links = _link_names(architecture)
+        costs: dict[str, Fraction] = {}
+        for link, cost in dict(link_energy).items():
+            if links is not None and link not in links:
+                arch_name = architecture.name if architecture is not None else ""
+                raise UsageError(name("link_energy"), f"a link of {arch_name} {list(links)}", link)
+            value = _exact(name("link_energy"), cost, "a cost >= 0 (int, decimal or 'a/b')")
+            if value < 0:
+                raise UsageError(name("link_energy"), "a cost >= 0 (int, decimal or 'a/b')", cost)
+            costs[link] = value
+        given["link_energy"] = tuple(costs.items())
+    if op_energy is not None:
+        x = _exact(name("op_energy"), op_energy, "a number >= 0 (int, decimal or 'a/b')")
+        if x < 0:
+            raise UsageError(name("op_energy"), "a number >= 0 (int, decimal or 'a/b')", op_energy)
+        given["op_energy"] = x
+    if dram_rows is not None:
+        if dram_rows not in DRAM_ROWS:
+            raise UsageError(name("dram_rows"), "one of " + ", ".join(DRAM_ROWS), dram_rows)
+        given["dram_rows"] = dram_rows
+    if max_dram_rows is not None:
+        if max_dram_rows < 0:
+            raise UsageError(name("max_dram_rows"), "an int >= 0", max_dram_rows)
+        given["max_dram_rows"] = int(max_dram_rows)
+    if placement is not None:
+        given["placement"] = bool(placement)
+    options = replace(base or SolveOptions(), **given)
+    if dram_layouts is not None:
+        options = _with_dram_layouts(options, dram_layouts, workload, name("dram_layouts"))
+    return options
+
+
+def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str | Path, workload: Workload | None,
+                       option: str) -> SolveOptions:
+    """Fixed DRAM layouts: LayoutSpecs as they are, layout dicts read against ``workload``."""
+    source = "dram_layouts"
+    raw: Any = layouts
+    if isinstance(layouts, (str, Path)):
+        source = str(layouts)
+        data = read_yaml(layouts)
+        raw = data.get("layouts") if isinstance(data, dict) else data
+    specs: Any = dict(raw) if isinstance(raw, Mapping) else raw  # not a mapping: layout_specs says so in one line
+    if specs and (not isinstance(specs, Mapping) or not all(isinstance(v, LayoutSpec) for v in specs.values())):
+        if workload is None:
+            raise UsageError(option, "layout specs, or a workload to read layout dicts against", specs)
+        specs = layout_specs(workload, specs, source)  # a bad entry: one line naming the file and field
+    if options.dram_rows == "off" and options.max_dram_rows is None:
+        options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
+    return replace(options, dram_layouts=tuple(dict(specs or {}).items()))
+
+
+def _check_mode(replay_mode: str | None) -> None:
+    if replay_mode is not None and replay_mode not in MODES:
+        raise UsageError("replay", "one of " + ", ".join(sorted(MODES)) + " or None", replay_mode)
+
+
+def replay_result(result: SolveResult, mode: str, strict: bool = True) -> SolveResult:
+    """``result`` with the replay of its schedule in ``mode`` and the fields where it differs from the prediction.
+
+    With ``strict``, a disagreement (or a failed data check) raises
+    :class:`~mapsearch.errors.ReplayMismatch` naming the first field.
+    """
+    replayed = replay(result.schedule, mode=mode)
+    mismatches = tuple(differences(predicted_figures(result.schedule), replayed.figures))
+    result = replace(result, replayed=replayed, mismatches=mismatches)
+    if strict and mismatches:
+        field, predicted, got = mismatches[0]
+        raise ReplayMismatch(field, predicted, got, mismatches=mismatches)
+    if strict and replayed.data_ok is False:
+        raise ReplayMismatch("data", "the numpy reference", f"an output off by {replayed.max_abs_error:.3g}")
+    return result
+
+
+def predicted_figures(schedule: Schedule) -> Figures:
+    """The schedule's predicted figures; a solved schedule always has them."""
+    if schedule.predicted is None:
+        raise ScheduleError("the solver returned a schedule without predicted figures; nothing to check the replay against")
+    return schedule.predicted
+
+
+def _one_einsum(source: WorkloadSource) -> tuple[Workload, LoadedWorkload]:
+    loaded = workload_of(source)
+    if not isinstance(loaded.workload, Workload):
+        raise UsageError("workload", "one einsum (a chain is solved by solve_chain)", loaded.workload.name)
+    return loaded.workload, loaded
+
+
+def solve_inputs(workload: WorkloadSource, architecture: ArchitectureSource, constraints: ConstraintsSource = None,
+                 homes: Mapping[str, str] | None = None) -> tuple[Workload, Architecture, dict[str, str], Constraints]:
+    """One einsum, one architecture path, the homes (the file's, then ``homes``) and constraints, checked together."""
+    w, loaded = _one_einsum(workload)
+    arch = architecture_of(architecture)
+    if isinstance(arch, Tree):
+        raise UsageError("architecture", "one compute path (solve takes a tree with several)", arch.name)
+    all_homes = {**loaded.homes, **dict(homes or {})}
+    check_homes(all_homes, w, arch, loaded.source)
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, _source_name(architecture, arch.name))
+    c = constraints_of(constraints)
+    if constraints is not None:
+        check_constraints(c, w, arch, _source_name(constraints, "constraints"))
+    return w, arch, all_homes, c
+
+
+def _one_path_tree(source: ArchitectureSource) -> Tree | None:
+    """The tree of a tree file with one compute path: solved with its ``tensors`` rules, names checked."""
+    if isinstance(source, (str, Path)) and Path(source).is_file() and is_tree_file(source):
+        tree = load_tree(source)
+        return tree if len(flatten(tree)) == 1 else None
+    return None
+
+
+def _solve_one_path(tree: Tree, workload: WorkloadSource, architecture: ArchitectureSource,
+                    constraints: ConstraintsSource, homes: Mapping[str, str] | None,
+                    options: SolveOptions) -> SolveResult:
+    """A one-path tree as a flat architecture (named after the tree), its rules as keep constraints."""
+    w, loaded = _one_einsum(workload)
+    path = flatten(tree)[0]
+    arch = replace(path_architecture(path, w), name=tree.name)  # unknown names: a TreeError
+    all_homes = {**loaded.homes, **dict(homes or {})}
+    check_homes(all_homes, w, arch, loaded.source)
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, str(architecture))
+    merged = path_rules(path, arch, w, all_homes, constraints_of(constraints))
+    return solve_problem(Problem(w, arch, tuple(all_homes.items())), merged, options)
+
+
+def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraints: ConstraintsSource = None, *,
+          homes: Mapping[str, str] | None = None, options: SolveOptions | None = None, replay_mode: str | None = "count",
+          strict: bool = True) -> SolveResult:
+    """The best schedule of one einsum on an architecture, replayed (see the module docstring).
+
+    An architecture that is a tree with several computes is solved on each
+    path and the best is returned, with every path's outcome in
+    ``result.paths``. ``homes`` adds to (and overrides) the workload file's.
+    Raises :class:`~mapsearch.errors.InfeasibleError` naming the requirements
+    that conflict, :class:`~mapsearch.errors.SolverTimeout`, or a one-line
+    :class:`~mapsearch.errors.SpecError` for bad input.
+    """
+    _check_mode(replay_mode)
+    options = options or SolveOptions()
+    arch = architecture_of(architecture)
+    one_path = _one_path_tree(architecture)
+    try:
+        if one_path is not None:
+            result = _solve_one_path(one_path, workload, architecture, constraints, homes, options)
+        elif isinstance(arch, Tree):
+            w, loaded = _one_einsum(workload)
+            extra = constraints_of(constraints) if constraints is not None else None
+            _, result, outcomes = solve_tree(arch, w, {**loaded.homes, **dict(homes or {})}, options, extra)
+            result = replace(result, paths=outcomes)
+        else:
+            w, arch, all_homes, c = solve_inputs(workload, architecture, constraints, homes)
+            result = solve_problem(Problem(w, arch, tuple(all_homes.items())), c, options)
+    except InfeasibleError as e:
+        raise with_core(e) from e
+    return result if replay_mode is None else replay_result(result, replay_mode, strict)
+
+
+def _source_name(source: object, default: str) -> str:
+    return str(source) if isinstance(source, (str, Path)) else default
+
+
+def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, homes: Mapping[str, str] | None = None,
+                options: SolveOptions | None = None, replay_mode: str | None = "count",
+                strict: bool = True) -> ChainResult:
+    """Every fusion option of a chain of einsums (or a TeAAL file's mapping), the best replayed.
+
+    ``result.best`` names the best option; ``result.replay`` holds the replay
+    checks (:class:`~mapsearch.solve.chain_replay.ChainReplay`) when
+    ``replay_mode`` is given, and with ``strict`` a disagreement raises
+    :class:`~mapsearch.errors.ReplayMismatch`. No option with a schedule:
+    :class:`~mapsearch.errors.SolverTimeout` when a limit stopped one, else
+    :class:`~mapsearch.errors.InfeasibleError`, naming each option's reason.
+    """
+    _check_mode(replay_mode)
+    loaded = workload_of(workload)
+    graph = loaded.workload
+    if not isinstance(graph, WorkloadGraph):
+        raise UsageError("workload", "a chain of einsums (one einsum is solved by solve)", graph.name)
+    arch = architecture_of(architecture)
+    if isinstance(arch, Tree):
+        raise UsageError("architecture", "one compute path for a chain", arch.name)
+    all_homes = {**loaded.homes, **dict(homes or {})}
+    for t, level in all_homes.items():
+        if level not in arch.level_names:
+            raise SpecError(loaded.source, f"homes.{t}", "", detail=f"unknown level {level!r}; {arch.name} "
+                            f"has {', '.join(arch.level_names)}")
+    tensors = dict.fromkeys(t.name for e in graph.einsums for t in e.tensors)
+    check_problem(graph.extents, tensors, arch, loaded.source, _source_name(architecture, arch.name))
+    options = options or SolveOptions()
+    if loaded.teaal is not None:
+        result = solve_teaal(graph, arch, loaded.teaal, options)
+    else:
+        result = solve_chain_options(graph, arch, all_homes, options)
+    result = replace(result, teaal=loaded.teaal)
+    if not result.candidates():
+        if budget.stopped():
+            raise Interrupted("interrupted before any option of the chain had a schedule")
+        if any(o.status == "TIMEOUT" for o in result.fused) or "time limit" in result.unfused_reason:
+            raise SolverTimeout("no schedule for this chain within the time limit: " + "; ".join(
+                [f"fused at {o.level}: {o.status} {o.reason}" for o in result.fused]
+                + [f"unfused: {result.unfused_reason}"]))
+        raise InfeasibleError("no schedule for this chain: " + "; ".join(
+            [f"fused at {o.level}: {' '.join(o.reason.split())}" for o in result.fused]
+            + [f"unfused: {' '.join(result.unfused_reason.split())}"]))
+    if replay_mode is None:
+        return result
+    checks = replay_checks(result, replay_mode)
+    result = replace(result, replay=checks)
+    if strict and not checks.ok:
+        bad = next(c for c in checks.checks if not c.ok)
+        if bad.differences:
+            field, predicted, got = bad.differences[0]
+            raise ReplayMismatch(f"{bad.name}: {field}", predicted, got, mismatches=bad.differences)
+        raise ReplayMismatch(bad.name, "a schedule the simulator runs", bad.error or "a failed data check")
+    return result

@@ -1,0 +1,151 @@
+"""User mapping constraints: fixed or limited tile extents, loop orders, keep/bypass, stationarity.
+
+YAML (all sections optional; levels by name, or ``innermost`` / ``outermost``)::
+
+    name: weight-stationary
+    tiles:                      # tile extent per level and dim: an int fixes it
+      innermost: {k: 1, m: {max: 16}, n: {min: 2}}
+    orders:                     # outer -> inner; dims not listed are free
+      innermost: [m, n, k]
+    keep:                       # force keep (true) or bypass (false)
+      L1: {A: true, B: false}
+    stationary:                 # the tensor's tile stays across the level's innermost loop
+      - {tensor: weights, level: innermost}
+
+Tensor roles usable instead of names: ``output``, ``weights`` (the last
+input), ``inputs`` (the first input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mapsearch.errors import SpecError
+from mapsearch.spec import limits
+from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.workload import Workload
+
+
+@dataclass(frozen=True)
+class TileLimit:
+    level: str
+    dim: str
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class Constraints:
+    name: str = ""
+    tiles: tuple[TileLimit, ...] = ()
+    orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    keep: tuple[tuple[str, str, bool], ...] = ()  # (level, tensor or role, keep?)
+    stationary: tuple[tuple[str, str], ...] = ()  # (tensor or role, level)
+
+
+def resolve_level(level: str, arch: Architecture, source: str, field: str) -> int:
+    if level == "innermost":
+        return arch.depth - 1
+    if level == "outermost":
+        return 0
+    if level not in arch.level_names:
+        raise SpecError(source, field, f"a level of {arch.name} {list(arch.level_names)} or innermost/outermost", level)
+    return arch.index(level)
+
+
+def resolve_tensor(tensor: str, w: Workload, source: str, field: str) -> str:
+    roles = {"output": w.einsum.output.name, "weights": w.einsum.inputs[-1].name, "inputs": w.einsum.inputs[0].name}
+    if tensor in roles:
+        return roles[tensor]
+    if tensor not in w.tensor_names:
+        raise SpecError(source, field, f"a tensor of {w.name} {list(w.tensor_names)} or a role (output, weights, inputs)", tensor)
+    return tensor
+
+
+def load_constraints(path: str | Path) -> Constraints:
+    """Read a constraints file as the specs are read (UTF-8, no key given twice, bounded nesting)."""
+    from mapsearch.spec.reading import read_yaml
+
+    data = read_yaml(path)
+    return constraints_from_dict({} if data is None else data, str(path))
+
+
+def _mapping(value: object, source: str, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise SpecError(source, field, "a mapping", value)
+    return value
+
+
+def _positive_int(value: object, source: str, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(source, field, "int >= 1", limits.describe(value))
+    too_big = limits.extent_error(value)
+    if too_big is not None:
+        raise SpecError(source, field, "", detail=too_big)
+    return value
+
+
+def constraints_from_dict(data: dict, source: str) -> Constraints:
+    data = _mapping(data, source, "")
+    known = {"name", "description", "tiles", "orders", "keep", "stationary"}
+    for key in data:
+        if key not in known:
+            raise SpecError(source, str(key), f"one of {sorted(known)}", key)
+    tiles = []
+    for level, per_dim in _mapping(data.get("tiles", {}), source, "tiles").items():
+        for dim, spec in _mapping(per_dim, source, f"tiles.{level}").items():
+            field = f"tiles.{level}.{dim}"
+            if isinstance(spec, dict):
+                extra = set(spec) - {"min", "max"}
+                if extra:
+                    raise SpecError(source, field, "keys min and/or max", sorted(extra))
+                lo = _positive_int(spec.get("min", 1), source, f"{field}.min")
+                hi = _positive_int(spec["max"], source, f"{field}.max") if "max" in spec else limits.MAX_EXTENT
+                if lo > hi:
+                    raise SpecError(source, field, "min <= max", spec)
+            else:
+                lo = hi = _positive_int(spec, source, field)
+            tiles.append(TileLimit(str(level), str(dim), lo, hi))
+    orders = []
+    for level, dims in _mapping(data.get("orders", {}), source, "orders").items():
+        if not isinstance(dims, list) or not all(isinstance(d, str) for d in dims):
+            raise SpecError(source, f"orders.{level}", "a list of dimension names", dims)
+        if len(set(dims)) != len(dims):
+            raise SpecError(source, f"orders.{level}", "a list of distinct dimension names", dims)
+        orders.append((str(level), tuple(dims)))
+    keep = []
+    for level, per_tensor in _mapping(data.get("keep", {}), source, "keep").items():
+        for tensor, flag in _mapping(per_tensor, source, f"keep.{level}").items():
+            if not isinstance(flag, bool):
+                raise SpecError(source, f"keep.{level}.{tensor}", "true or false", flag)
+            keep.append((str(level), str(tensor), flag))
+    stationary = []
+    items = data.get("stationary", [])
+    if not isinstance(items, list):
+        raise SpecError(source, "stationary", "a list of {tensor, level}", items)
+    for n, item in enumerate(items):
+        item = _mapping(item, source, f"stationary[{n}]")
+        if set(item) != {"tensor", "level"}:
+            raise SpecError(source, f"stationary[{n}]", "keys tensor and level", sorted(item))
+        stationary.append((str(item["tensor"]), str(item["level"])))
+    return Constraints(str(data.get("name", "")), tuple(tiles), tuple(orders), tuple(keep), tuple(stationary))
+
+
+def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: str = "constraints") -> None:
+    """Names in the constraints must exist in this workload and architecture."""
+    for t in c.tiles:
+        resolve_level(t.level, arch, source, f"tiles.{t.level}")
+        if t.dim not in w.dims:
+            raise SpecError(source, f"tiles.{t.level}.{t.dim}", f"a dimension of {w.name} {list(w.dims)}", t.dim)
+    for level, dims in c.orders:
+        resolve_level(level, arch, source, f"orders.{level}")
+        for d in dims:
+            if d not in w.dims:
+                raise SpecError(source, f"orders.{level}", f"dimensions of {w.name} {list(w.dims)}", d)
+    for level, tensor, _ in c.keep:
+        resolve_level(level, arch, source, f"keep.{level}")
+        resolve_tensor(tensor, w, source, f"keep.{level}.{tensor}")
+    for n, (tensor, level) in enumerate(c.stationary):
+        resolve_level(level, arch, source, f"stationary[{n}].level")
+        resolve_tensor(tensor, w, source, f"stationary[{n}].tensor")

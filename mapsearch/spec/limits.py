@@ -1,0 +1,111 @@
+"""How big a number the tool takes: size guards applied where the specs are read.
+
+A number beyond these is refused with one line naming the file, the field
+and the limit, before anything is built from it:
+
+- ``MAX_EXTENT``: the tile-chain enumeration (model/chains.py) walks arrays as
+  long as the extent; 2^24 takes about a second and under 1 GB, 10^8 takes
+  15 s and 3.4 GB, 10^9 would not fit in memory.
+- ``MAX_INSTANCES``: instances of one mesh axis or one level (a chip has at
+  most thousands of PEs per axis; the figures multiply by this number).
+- ``MAX_CAPACITY``: words of a buffer (2^50 words: a petaword).
+- ``MODEL_LIMIT``: OR-Tools holds integers up to 2^62 (its domains overflow
+  past that). An exact number (a link cost, clocks per call) whose numerator
+  or denominator passes it cannot be held at all; together, the numbers
+  must still fit: the model scales every time by the least common multiple
+  of the denominators, and :func:`problem_error` bounds the largest figure a
+  problem can reach (every word of every tensor crossing every link once
+  per MAC, in the model's scaled clock units) below 2^62.
+- ``MAX_DEPTH``: nesting of a YAML or JSON document (the specs nest a few
+  levels; a deeper one is refused before Python's recursion limit).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Iterable
+
+from mapsearch.errors import short_repr
+
+__all__ = ["MAX_EXTENT", "MAX_INSTANCES", "MAX_CAPACITY", "MODEL_LIMIT", "MAX_DEPTH", "describe",
+           "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error", "problem_error"]
+
+MAX_EXTENT = 2**24
+MAX_INSTANCES = 2**20
+MAX_CAPACITY = 2**50
+MODEL_LIMIT = 2**62
+MAX_DEPTH = 100
+
+
+def describe(value: object, limit: int = 60) -> str:
+    """``repr`` on one line, cut to ``limit`` characters; a huge int by its size (its repr may not even exist)."""
+    return short_repr(value, limit)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def extent_error(value: object) -> str | None:
+    """None for an extent the solver takes, else what is wrong, as ``expected ..., got ...``."""
+    if _is_int(value) and value > MAX_EXTENT:  # type: ignore[operator]
+        return f"expected an extent <= {MAX_EXTENT:,} (the largest the tile enumeration supports), got {describe(value)}"
+    return None
+
+
+def instances_error(value: object, axis: str | None = None) -> str | None:
+    """None for a mesh axis size or instance count the solver takes, else what is wrong."""
+    if _is_int(value) and value > MAX_INSTANCES:  # type: ignore[operator]
+        what = f"mesh {axis} of {value:,} instances" if axis else f"{value:,} instances"
+        return f"{what}: at most {MAX_INSTANCES:,} supported"
+    return None
+
+
+def capacity_error(value: object) -> str | None:
+    if _is_int(value) and value > MAX_CAPACITY:  # type: ignore[operator]
+        return f"expected a capacity <= {MAX_CAPACITY:,} words (2^50), got {describe(value)}"
+    return None
+
+
+def exact_error(value: Fraction) -> str | None:
+    """None for an exact number whose numerator and denominator stay within ``MODEL_LIMIT``."""
+    if abs(value.numerator) > MODEL_LIMIT or value.denominator > MODEL_LIMIT:
+        return (f"expected a number whose numerator and denominator are at most 2^62 (the solver's integers), "
+                f"got {describe(value.numerator)}/{describe(value.denominator)}")
+    return None
+
+
+def depth_error(data: Any) -> str | None:
+    """None when ``data`` (parsed YAML or JSON) nests at most ``MAX_DEPTH`` levels; walks without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    seen: set[int] = set()  # YAML aliases share nodes: visit each container once
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list, tuple)) or id(node) in seen:
+            continue
+        if depth >= MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels; the specs nest a few"
+        seen.add(id(node))
+        children: Iterable[Any] = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def problem_error(extents: Iterable[int], block: dict[str, int], tensors: int, instances: int,
+                  numbers: Iterable[Fraction]) -> str | None:
+    """None when the largest figure of the problem fits the solver's integers, else why not.
+
+    The bound: every op call moves at most every tensor's word down and up
+    every link of every instance, at the costliest rate, in the model's
+    clock unit (1 / lcm of the denominators).
+    """
+    numbers = list(numbers)
+    padded = math.prod(-(-e // block.get(d, 1)) * block.get(d, 1) for d, e in extents)
+    scale = math.lcm(*[x.denominator for x in numbers]) if numbers else 1
+    costliest = max([x for x in numbers] + [Fraction(1)])
+    largest = padded * 2 * max(1, tensors) * max(1, instances) * math.ceil(costliest * scale)
+    if largest > MODEL_LIMIT:
+        return (f"its figures could reach about 2^{largest.bit_length() - 1} (MACs {math.prod(e for _, e in extents):,}, "
+                f"clock unit 1/{scale:,}), more than the solver holds exactly (2^62)")
+    return None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
+from mapsearch.spec import limits
 from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path
 
 __all__ = ["LevelEnergy", "EnergyModel", "energy_from_dict", "energy_to_dict", "leakage_per_clock"]
@@ -79,12 +80,21 @@ def energy_from_dict(data: Mapping[str, Any] | None, source: str, field: str, le
         if name not in level_names:
             raise _note(source, join_path([field, "levels", name]),
                         f"unknown level; expected one of {', '.join(level_names)}")
-        values = {k: fraction_from_json(entry.get(k, 0), source, join_path([field, "levels", name, k]), nonnegative=True)
+        values = {k: _energy(entry.get(k, 0), source, join_path([field, "levels", name, k]))
                   for k in ("read", "write", "leakage")}
         levels.append(LevelEnergy(name, **values))
-    mac = fraction_from_json(data.get("mac", 0), source, join_path([field, "mac"]), nonnegative=True)
-    leak = fraction_from_json(data.get("compute_leakage", 0), source, join_path([field, "compute_leakage"]), nonnegative=True)
+    mac = _energy(data.get("mac", 0), source, join_path([field, "mac"]))
+    leak = _energy(data.get("compute_leakage", 0), source, join_path([field, "compute_leakage"]))
     return EnergyModel(tuple(levels), mac, leak, str(data.get("unit", "")))
+
+
+def _energy(value: object, source: str, field: str) -> Fraction:
+    """An energy: an exact number >= 0 the energy objective can scale to integers."""
+    x = fraction_from_json(value, source, field, nonnegative=True)
+    problem = limits.exact_error(x)
+    if problem is not None:
+        raise _note(source, field, problem)
+    return x
 
 
 def energy_to_dict(model: EnergyModel) -> dict[str, Any]:

@@ -53,6 +53,10 @@ def test_template_variables_come_from_var(matmul):
      "--var: expected NAME=VALUE with NAME a variable name, got '1X=2'"),
     ((AF / "workloads" / "mobilenet_28.yaml", AF / "arches" / "simple.yaml"),
      "workload.einsums[1].tensor_accesses[0].projection.P0: cannot be translated exactly"),
+    (("{matmul}", "edge-3level", "--format", "timeloop"),
+     "--format: expected WORKLOAD or ARCH in timeloop's format, got '{matmul} and edge-3level'"),
+    ((AF / "workloads" / "matmuls.yaml", AF / "arches" / "simple.yaml", "--var", "N_EINSUMS=1", "--density",
+      "T0=uniform:0.5,0.5"), "--density: the sparse solve takes mapsearch's own workload files"),
 ])
 def test_bad_input_is_one_line_and_exit_2(matmul, tmp_path, args, line):
     out_file = tmp_path / "never.json"
@@ -60,6 +64,7 @@ def test_bad_input_is_one_line_and_exit_2(matmul, tmp_path, args, line):
     out = run(*args, "-o", out_file)
     assert out.returncode == 2, out.stderr
     errors = [l for l in out.stderr.splitlines() if not l.startswith("mapsearch: note:")]
+    line = line.replace("{matmul}", str(matmul))
     assert len(errors) == 1 and line in errors[0] and errors[0].startswith("mapsearch: ")
     assert not out_file.exists() and "Traceback" not in out.stderr
 
@@ -70,6 +75,12 @@ def test_malformed_peer_yaml_names_the_line(matmul, tmp_path):
     out = run(matmul, bad, "--format", "accelforge")
     assert out.returncode == 2
     assert out.stderr.startswith(f"mapsearch: {bad}: line ") and "malformed YAML" in out.stderr
+
+
+def test_var_on_mapsearch_files_is_a_warning(matmul):
+    out = run(matmul, "edge-3level", "--var", "M=4", "-q")
+    assert out.returncode == 0, out.stderr
+    assert "mapsearch: warning: --var only applies to a peer's Jinja-templated file; ignored" in out.stderr
 
 
 def test_sparse_format_flags_still_work_beside_peer_formats(matmul):

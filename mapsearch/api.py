@@ -61,6 +61,8 @@ from mapsearch.sparse.entry import solve_sparse as solve_sparse_checked
 from mapsearch.sparse.solve import SparseSolveResult
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.constraints import Constraints
+from mapsearch.spec.foreign import FORMATS as PEER_FORMATS, parse_var
+from mapsearch.spec.foreign.problem import LoadedProblem, load_problem, peer_format_of
 from mapsearch.spec.inputs import (
     ArchitectureSource,
     ConstraintsSource,
@@ -84,6 +86,8 @@ __all__ = [
     # loading
     "load_workload", "load_architecture", "load_constraints", "load_schedule", "preset_names", "is_chain_file",
     "parse_densities", "parse_formats", "load_model", "load_profile", "model_names", "profile_names",
+    # the peers' files (AccelForge, Timeloop v0.4, ZigZag; docs/peer-formats.md)
+    "PEER_FORMATS", "peer_format_of", "load_problem", "parse_var", "LoadedProblem",
     # solving and replaying
     "solve_options", "solve", "solve_chain", "solve_sparse", "replay", "compare", "report", "save_schedule",
     "dumps_schedule",

@@ -28,7 +28,7 @@ from typing import Any
 
 from mapsearch.errors import MapsearchError, SpecError
 
-__all__ = ["Profile", "PROFILE_DIR", "profile_names", "load_profile"]
+__all__ = ["Profile", "PROFILE_DIR", "profile_names", "load_profile", "profile_from_peer"]
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -99,6 +99,10 @@ def load_profile(name_or_path: str) -> Profile:
     from mapsearch.spec.reading import read_yaml
 
     path = Path(name_or_path)
+    from mapsearch.spec.foreign import is_foreign_file
+
+    if path.is_file() and is_foreign_file(path):
+        return profile_from_peer(path)
     if not path.exists():
         path = PROFILE_DIR / f"{name_or_path.lower()}.yaml"
         if not path.exists():
@@ -134,3 +138,58 @@ def load_profile(name_or_path: str) -> Profile:
         raise SpecError(source, "energy_pj.links", f"an energy for every link ({', '.join(profile.links)})",
                         sorted(links), detail=f"no energy for {', '.join(missing)}")
     return profile
+
+
+def profile_from_peer(path: str | Path) -> Profile:
+    """A profile from a peer's architecture file (docs/peer-formats.md).
+
+    Characterize maps many layers on one flat architecture, so the file must
+    translate to one compute path whose keep/bypass rules leave every choice
+    to the solver, and say its clock (AccelForge: the compute's op rate).
+    Link energies come from the energy model (a word's read above plus write
+    below; the same both ways), in pJ.
+    """
+    from mapsearch.spec.foreign import load_foreign_arch
+    from mapsearch.spec.foreign.common import untranslatable
+    from mapsearch.spec.load import architecture_to_dict
+    from mapsearch.spec.tree_paths import flatten, path_constraints
+    from mapsearch.spec.workload import Workload
+
+    source = str(path)
+    # A large stand-in einsum: an unbounded memory below the top becomes twice its tensors' words, more than any
+    # layer characterize maps (2.6e10 words).
+    stand_in = Workload.from_text("probe", "Z[m,n] += A[m,k] * B[k,n]", {"m": 65536, "n": 65536, "k": 65536})
+    fa = load_foreign_arch(path, stand_in)
+    paths = flatten(fa.tree)
+    if len(paths) != 1:
+        raise untranslatable(source, "", f"{len(paths)} compute paths; a characterize profile has one")
+    if path_constraints(paths[0], stand_in).keep:
+        raise untranslatable(source, "", "its memories keep or bypass tensors by role; characterize maps every "
+                             "layer on one architecture without such rules")
+    if fa.clock_hz is None:
+        raise untranslatable(source, "", "the file gives no clock frequency (a profile needs one to report seconds)")
+    arch = paths[0].architecture
+    if arch.depth > 2 and arch.levels[-1].name.endswith("_operands") and not arch.levels[-1].mesh:
+        # The operand level fits one layer's op; layers differ, so the innermost memory holds the operands
+        # (its rules leave every tensor free to be kept there: checked above).
+        from dataclasses import replace
+
+        energy = arch.energy and replace(arch.energy, levels=arch.energy.levels[:-1])
+        arch = replace(arch, levels=arch.levels[:-1], energy=energy)
+    scale = Fraction(10**12) if (arch.energy and arch.energy.unit == "J") else Fraction(1)
+    links: dict[str, float] = {}
+    for j in range(1, arch.depth):
+        name = arch.link_name(j)
+        if arch.energy is None:
+            links[name] = 0.0
+            continue
+        above, below = arch.energy.level(arch.levels[j - 1].name), arch.energy.level(arch.levels[j].name)
+        down, up = above.read + below.write, above.write + below.read
+        if down != up:
+            raise untranslatable(source, name, f"a word costs {down} down and {up} up; a profile has one energy per "
+                                 f"link")
+        links[name] = float(down * scale)
+    mac = float(arch.energy.mac * scale) if arch.energy else 0.0
+    bits = 8
+    return Profile(fa.tree.name, architecture_to_dict(arch), float(fa.clock_hz), max(1, bits // 8), links, mac,
+                   None, [f"translated from {source} ({fa.format})"], source)

@@ -75,16 +75,23 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "requirements); 3 no schedule found within the time limit (the message gives the best bound); 130 "
         "interrupted (Ctrl-C: the best schedule so far is reported and, with -o, written; a second Ctrl-C aborts)",
     )
-    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file")
-    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file or preset name (" + ", ".join(api.preset_names()) + ")")
-    solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS", help="YAML file of extra constraints")
+    solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file (mapsearch's, or AccelForge, Timeloop "
+                       "v0.4, ZigZag: docs/peer-formats.md)")
+    solve.add_argument("architecture", metavar="ARCH", help="architecture YAML file (mapsearch's or a peer's) or preset name (" + ", ".join(api.preset_names()) + ")")
+    solve.add_argument("-c", "--constraints", metavar="CONSTRAINTS",
+                       help="YAML file of extra constraints (mapsearch's, or Timeloop v0.4 constraints for a Timeloop "
+                       "architecture)")
+    solve.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
+                       help="a variable of a peer's Jinja-templated file (repeatable), e.g. --var M=64")
     solve.add_argument("--extent", metavar="NAME=N", action="append", default=[],
                        help="a rank's extent for a TeAAL workload without a shape: line (repeatable; overrides shape:)")
     solve.add_argument(
         "--objective",
         metavar="OBJECTIVE",
         help="one of " + "|".join(SOLVE_OBJECTIVES) + ": time (default): the shortest time, then the fewest words; "
-        "words: the fewest words; energy: sum of per-link word costs (--link-energy) plus --op-energy per op call",
+        "words: the fewest words; energy: the architecture's energy model (reads and writes per level, per MAC, "
+        "leakage x time; a peer's action energies) or, when --link-energy/--op-energy are given or the "
+        "architecture has none, sum of per-link word costs (--link-energy) plus --op-energy per op call",
     )
     solve.add_argument("--time-limit", metavar="S", type=float, help="solver time limit in seconds (default 60)")
     solve.add_argument("--work-limit", metavar="D", type=float,
@@ -135,9 +142,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--density", metavar="T=SPEC", action="append", default=[],
         help="density of input T (repeatable; others dense): dense | uniform:D,... (one per rank, the notebook's "
         "fromRandom; figures are expectations) | nofm:N/M[@OFFSET],... (one per rank) | banded:LOWER,UPPER (exact)")
-    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT", action="append", default=[],
+    sparse.add_argument("--format", dest="sparse_format", metavar="T=FMT|PEER", action="append", default=[],
                         help="format of tensor T (repeatable; others dense): CSR, CSF, COO, CISS, dense or one letter "
-                        "U/C per rank, e.g. UC")
+                        "U/C per rank, e.g. UC; or, without '=', the peer format of WORKLOAD and ARCH when their "
+                        "content does not say it: " + ", ".join(api.PEER_FORMATS) + " (docs/peer-formats.md)")
     sparse.add_argument("--sparse-seed", metavar="N", type=int,
                         help="seed of the sampled inputs of the sparse replay (input i uses N+i; default 0)")
     sparse.add_argument("--no-sparse-replay", action="store_true",
@@ -186,9 +194,49 @@ def run(args: argparse.Namespace) -> None:
                                                f"{written}"])
 
 
-def _run(args: argparse.Namespace) -> None:
+def _peer_format(args: argparse.Namespace) -> str | None:
+    """The ``--format`` value that names a peer's format; the ``T=FMT`` items stay in ``args`` for the sparse solve."""
+    items = list(getattr(args, "sparse_format", None) or [])
+    names = [f for f in items if "=" not in f]
+    for f in names:
+        if f not in api.PEER_FORMATS:
+            raise UsageError("--format", f"a peer's format ({', '.join(api.PEER_FORMATS)}) or T=FMT for a sparse "
+                             f"tensor", f)
+    if len(set(names)) > 1:
+        raise UsageError("--format", "one peer's format at a time", ", ".join(names))
+    args.sparse_format = [f for f in items if "=" in f]
+    return names[0] if names else None
+
+
+def _peer_problem(args: argparse.Namespace) -> api.LoadedProblem | None:
+    """The problem read with the peers' readers when WORKLOAD or ARCH is a peer's file (or ``--format`` names one)."""
+    fmt = _peer_format(args)
+    variables = dict(api.parse_var(v) for v in getattr(args, "var", None) or [])
+    files = (args.workload, args.architecture)
+    if not any(api.peer_format_of(f, variables, fmt) for f in files):
+        if fmt is not None:
+            raise UsageError("--format", f"WORKLOAD or ARCH in {fmt}'s format", " and ".join(map(str, files)))
+        if variables:
+            print("mapsearch: warning: --var only applies to a peer's Jinja-templated file; ignored", file=sys.stderr)
+        return None
     flags = solve_sparse.sparse_flags(args)
-    if api.is_chain_file(args.workload):  # a chain or a TeAAL file
+    if flags:
+        raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes mapsearch's own workload files")
+    if getattr(args, "extent", None):
+        raise UsageError("--extent", "a TeAAL workload (a peer's workload gives its extents in the file)", args.workload)
+    problem = api.load_problem(args.workload, args.architecture, getattr(args, "constraints", None) or None,
+                               format=fmt, variables=variables)
+    for note in problem.notes:  # what the model expresses differently from the peer's, before any result
+        print(f"mapsearch: note: {note}", file=sys.stderr)
+    return problem
+
+
+def _run(args: argparse.Namespace) -> None:
+    problem = _peer_problem(args)
+    if problem is not None and problem.is_chain:
+        return solve_chain.run(args, problem)
+    flags = solve_sparse.sparse_flags(args)
+    if problem is None and api.is_chain_file(args.workload):  # a chain or a TeAAL file
         if flags:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
                                  f"{args.workload} is a chain or TeAAL file")
@@ -203,15 +251,25 @@ def _run(args: argparse.Namespace) -> None:
     else:
         solve_sparse.warn_sparse_only(args)
 
-    arch = api.load_architecture(args.architecture)
-    workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
+    if problem is not None:  # the peer's files as read, with the constraints they carry
+        arch = problem.architecture
+        workload = problem.workload.workload if getattr(args, "dram_layouts", None) else None
+        sources = (problem.workload, problem.architecture, problem.constraints)
+    else:
+        arch = api.load_architecture(args.architecture)
+        workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
+        # The paths, not the loaded objects: errors name the file, and a tree of one path keeps its tensors rules.
+        sources = (args.workload, args.architecture, getattr(args, "constraints", None) or None)
     options = options_from_args(args, arch, workload)
     try:
-        # The path, not the loaded object: errors name the file, and a tree of one path keeps its tensors rules.
-        result = api.solve(args.workload, args.architecture, getattr(args, "constraints", None) or None,
-                           options=options, replay_mode=mode, strict=False)
+        result = api.solve(*sources, options=options, replay_mode=mode, strict=False)
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e
+    _report(args, result, options, mode)
+
+
+def _report(args: argparse.Namespace, result: api.SolveResult, options: api.SolveOptions, mode: str) -> None:
+    """Print the report, fail on a replay mismatch, warn on a search cut short, write the schedule."""
     schedule, replayed = result.schedule, result.replayed
     paths_note = paths_lines(result, args.architecture) if result.paths else []
 

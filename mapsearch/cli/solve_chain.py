@@ -56,8 +56,11 @@ def extents_of(args: argparse.Namespace) -> dict[str, int]:
     return out
 
 
-def run(args: argparse.Namespace) -> None:
-    """``mapsearch solve`` on a chain or TeAAL file; a failure raises (:mod:`mapsearch.cli.exits`)."""
+def run(args: argparse.Namespace, problem: api.LoadedProblem | None = None) -> None:
+    """``mapsearch solve`` on a chain or TeAAL file; a failure raises (:mod:`mapsearch.cli.exits`).
+
+    ``problem``: a peer's chain already read (:func:`mapsearch.api.load_problem`) instead of the files in ``args``.
+    """
     objective = getattr(args, "objective", None) or "time"
     if objective != "time":
         raise UsageError("--objective", "time for a chain (every option is solved for time, then words)", objective)
@@ -65,10 +68,13 @@ def run(args: argparse.Namespace) -> None:
         raise UsageError("-c/--constraints", "no constraints file for a chain (this version); a TeAAL file carries "
                          "its own mapping", args.constraints)
     mode = replay_mode_of(args)
-    arch = api.load_architecture(args.architecture)
+    if problem is not None:
+        arch, workload, source = problem.architecture, problem.workload, problem.architecture
+    else:
+        arch, workload, source = api.load_architecture(args.architecture), args.workload, args.architecture
     options = options_from_args(args, arch)
     try:
-        result = api.solve_chain(args.workload, args.architecture, options=options, replay_mode=mode, strict=False,
+        result = api.solve_chain(workload, source, options=options, replay_mode=mode, strict=False,
                                  extents=extents_of(args))
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e

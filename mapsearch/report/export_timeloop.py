@@ -85,15 +85,19 @@ def _problem_lines(s: Schedule, nest: TimeloopNest) -> list[str]:
 
 
 def _bandwidth(level) -> list[str]:
-    """The link into ``level`` as the bandwidths of the level it fills (words per clock)."""
+    """The link into ``level`` as the bandwidths of the level it fills (words per clock).
+
+    A free link (0 clocks per word) has no bandwidth attribute: Timeloop's default is unbounded.
+    """
     link = level.link
     if link is None:
         return []
-    down, up = Fraction(1) / link.input_clocks_per_word, Fraction(1) / link.output_clocks_per_word
+    down, up = (None if c == 0 else Fraction(1) / c for c in (link.input_clocks_per_word, link.output_clocks_per_word))
     if link.lines == "shared":
         # One shared line with two costs: no Timeloop attribute says that (the header notes it).
-        return [f"shared_bandwidth: {_number(down)}"] if down == up else []
-    return [f"write_bandwidth: {_number(down)}", f"read_bandwidth: {_number(up)}"]
+        return [f"shared_bandwidth: {_number(down)}"] if down == up and down is not None else []
+    return ([f"write_bandwidth: {_number(down)}"] if down is not None else []) + (
+        [f"read_bandwidth: {_number(up)}"] if up is not None else [])
 
 
 def _arch_lines(s: Schedule, nest: TimeloopNest) -> list[str]:

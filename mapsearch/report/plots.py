@@ -220,7 +220,8 @@ def roof_of(arch: Any) -> dict[str, Any]:
         link = child.get("link") or {}
         cin = _num(link.get("input_clocks_per_word", 1))
         cout = _num(link.get("output_clocks_per_word", link.get("input_clocks_per_word", 1)))
-        bw = 1 / cin if link.get("lines", "shared") == "shared" else 1 / cin + 1 / cout
+        per = lambda c: math.inf if c == 0 else 1 / c  # noqa: E731 - a free link (0 clocks per word) never binds
+        bw = per(cin) if link.get("lines", "shared") == "shared" else per(cin) + per(cout)
         if bw < bandwidth:
             slowest, bandwidth = f"{parent['name']}->{child['name']}", bw
     return {"name": a.get("name"), "peak": peak, "link": slowest, "bandwidth": bandwidth}

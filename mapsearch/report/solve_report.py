@@ -18,6 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Sequence
 
+from mapsearch.report.energy import energy_dict, energy_lines, schedule_energy
 from mapsearch.report.json_report import _exact, _number, report_dict
 from mapsearch.report.loopnest import loop_nest_lines
 from mapsearch.report.spatial import spatial_dict, spatial_lines
@@ -202,6 +203,9 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) ->
         lines.append(f"  data check: {'ok' if replayed.data_ok else 'FAILED'}{err}")
 
     lines += [""] + binding_lines(result.binding)
+    energy = schedule_energy(s, figures)
+    if energy is not None:
+        lines += [""] + energy_lines(energy)
     return "\n".join(lines) + "\n"
 
 
@@ -254,6 +258,9 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
             "spatial": spatial_dict(s, replayed.figures),
         }
     )
+    energy = schedule_energy(s, replayed.figures)
+    if energy is not None:
+        out["energy"] = energy_dict(energy)
     return out
 
 

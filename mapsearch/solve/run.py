@@ -180,6 +180,12 @@ def _main_objectives(enc: Encoding, options: SolveOptions) -> list[tuple[str, ob
     if options.objective == "words":
         return [("words", enc.words_total.expr, 1)]
     if options.objective == "energy":
+        model = enc.problem.architecture.energy
+        if model is not None and not options.link_energy and not options.op_energy:
+            from mapsearch.solve.energy_objective import energy_terms  # the architecture's own energies
+
+            expr, k = energy_terms(enc, model)
+            return [("energy", expr, k)]
         costs = dict(options.link_energy)
         terms = [Fraction(costs.get(enc.problem.architecture.link_name(a), 1)) for a in enc.link_time]
         k = math.lcm(*[c.denominator for c in terms + [Fraction(options.op_energy)]])

@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from mapsearch.spec.energy import EnergyModel
 
 SHARED = "shared"
 SEPARATE = "separate"
@@ -127,6 +130,7 @@ class Architecture:
     compute: Compute = field(default_factory=Compute)
     double_buffering: bool = False
     dram: object | None = None  # a mapsearch.dram.DramSpec of the top level (docs/dram.md), or None
+    energy: "EnergyModel | None" = None  # per-word read/write, per-MAC and leakage energies (spec/energy.py)
 
     @property
     def level_names(self) -> tuple[str, ...]:

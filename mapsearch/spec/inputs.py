@@ -14,11 +14,12 @@ Bad input is one :class:`~mapsearch.errors.SpecError` line naming the file
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Iterator, Mapping, Union
 
-from mapsearch.errors import UsageError
+from mapsearch.errors import SpecError, UsageError
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.constraints import Constraints, constraints_from_dict, load_constraints
 from mapsearch.spec.graph_load import graph_and_homes_from_dict
@@ -87,10 +88,11 @@ def workload_of(source: WorkloadSource, *, source_name: str | None = None,
             return LoadedWorkload(graph, homes, None, name)
         return LoadedWorkload(workload_from_dict(dict(source), name), homes_from_dict(dict(source), name), None, name)
     if isinstance(source, (str, Path)):
-        data = read_yaml(source)
-        if isinstance(data, Mapping) and (_is_chain_dict(data) or "einsum" in data):
-            return workload_of(data, source_name=str(source), extents=extents)
-        return LoadedWorkload(load_workload_any(source), source=str(source))  # its one-line error otherwise
+        with _peer_hint(source):
+            data = read_yaml(source)
+            if isinstance(data, Mapping) and (_is_chain_dict(data) or "einsum" in data):
+                return workload_of(data, source_name=str(source), extents=extents)
+            return LoadedWorkload(load_workload_any(source), source=str(source))  # its one-line error otherwise
     raise UsageError("workload", "a Workload, a WorkloadGraph, a dict in the workload format or a file path",
                      type(source).__name__)
 
@@ -103,13 +105,29 @@ def architecture_of(source: ArchitectureSource, *, source_name: str | None = Non
         return architecture_from_dict(dict(source), source_name or "<dict>")
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if path.is_file() and is_tree_file(path):
-            tree = load_tree(path)
-            return tree if len(flatten(tree)) > 1 else single_architecture(tree)
-        architecture, _ = resolve_architecture(source)
-        return architecture
+        with _peer_hint(source):
+            if path.is_file() and is_tree_file(path):
+                tree = load_tree(path)
+                return tree if len(flatten(tree)) > 1 else single_architecture(tree)
+            architecture, _ = resolve_architecture(source)
+            return architecture
     raise UsageError("architecture", "an Architecture, a tree, a dict in the architecture format, a file path or "
                      "a preset name", type(source).__name__)
+
+
+@contextmanager
+def _peer_hint(source: str | Path) -> Iterator[None]:
+    """A peer's file that fails as one of mapsearch's own: say which loader reads it (looked at only on failure)."""
+    try:
+        yield
+    except SpecError as e:
+        from mapsearch.spec.foreign import is_foreign_file
+
+        peer = is_foreign_file(source) if Path(source).is_file() else None
+        if peer is None:
+            raise
+        raise SpecError(str(source), "", "", None, detail=f"a {peer} file: a peer's files are translated by "
+                        f"mapsearch.api.load_problem(workload, architecture) (docs/peer-formats.md)") from e
 
 
 def constraints_of(source: ConstraintsSource, *, source_name: str | None = None) -> Constraints:

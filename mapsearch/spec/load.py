@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping
 from mapsearch.errors import SpecError
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
+from mapsearch.spec.energy import energy_from_dict, energy_to_dict
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import (
     _error,
@@ -141,9 +142,12 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
                 raise _note(source, f("levels", 0, "link"), "the top level has no link above it; remove this field")
         else:
             raw_link = raw.get("link") or {}
-            down = _rate(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"))
+            # 0 is a free link (a peer's unbounded bandwidth, or the wires to a MAC's operand latches).
+            down = _rate(raw_link.get("input_clocks_per_word", 1), source, f("levels", i, "link", "input_clocks_per_word"),
+                         free=True)
             up_raw = raw_link.get("output_clocks_per_word")
-            up = down if up_raw is None else _rate(up_raw, source, f("levels", i, "link", "output_clocks_per_word"))
+            up = down if up_raw is None else _rate(up_raw, source, f("levels", i, "link", "output_clocks_per_word"),
+                                                   free=True)
             link = Link(down, up, raw_link.get("lines", SHARED))
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
@@ -154,8 +158,9 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
     clocks = _rate(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"))
     from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
 
+    energy = energy_from_dict(data.get("energy"), source, f("energy"), tuple(lv.name for lv in levels))
     return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
-                        dram_from_dict(data.get("dram"), source, f("dram")))
+                        dram_from_dict(data.get("dram"), source, f("dram")), energy)
 
 
 def _mesh(raw: Mapping[str, Any], i: int, source: str, f: Any) -> tuple[int, tuple[MeshAxis, ...]]:
@@ -192,9 +197,9 @@ def _guard(problem: str | None, source: str, field: str) -> None:
         raise _note(source, field, problem)
 
 
-def _rate(value: object, source: str, field: str) -> Fraction:
-    """A cost in clocks (per word, per call): an exact number > 0 the solver can scale by."""
-    x = fraction_from_json(value, source, field, positive=True)
+def _rate(value: object, source: str, field: str, free: bool = False) -> Fraction:
+    """A cost in clocks (per word, per call): an exact number > 0 the solver can scale by (``free``: >= 0)."""
+    x = fraction_from_json(value, source, field, positive=not free, nonnegative=free)
     _guard(limits.exact_error(x), source, field)
     return x
 
@@ -373,6 +378,7 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
         },
         "double_buffering": architecture.double_buffering,
         **({"dram": _dram_to_dict(architecture.dram)} if architecture.dram is not None else {}),
+        **({"energy": energy_to_dict(architecture.energy)} if architecture.energy is not None else {}),
     }
 
 

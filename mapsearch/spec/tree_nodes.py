@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Union
 
 from mapsearch.spec.architecture import Link
+from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.set_expr import SetExpr, SetExprError, evaluate
 from mapsearch.spec.tree_yaml import TreeError, Where
 from mapsearch.spec.workload import Workload
@@ -59,6 +60,7 @@ class MemoryNode:
     may_keep: SetRule | None
     bypass: SetRule | None
     where: Where
+    energy: LevelEnergy | None = None  # per word read/written and leakage (a peer's file; spec/energy.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class ComputeNode:
     block: tuple[tuple[str, int], ...]
     clocks_per_call: Fraction
     where: Where
+    energy: tuple[Fraction, Fraction] | None = None  # (per MAC, leakage per clock per instance)
 
 
 @dataclass(frozen=True)
@@ -106,3 +109,4 @@ class Tree:
     double_buffering: bool = False
     source: str = "<tree>"
     description: str = ""
+    energy_unit: str = ""  # of the nodes' energies, when they carry any

@@ -18,6 +18,7 @@ from mapsearch.errors import MapsearchError
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.constraints import Constraints
+from mapsearch.spec.energy import EnergyModel
 from mapsearch.spec.set_expr import union_terms
 from mapsearch.spec.tree_nodes import (
     ComputeNode,
@@ -221,8 +222,12 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
                         f"{compute.name!r}; a stage must sit between two memories")
     if not levels:
         raise TreeError(compute.where, f"!Compute {compute.name!r} has no !Memory above it")
+    memories = [n for n in nodes if isinstance(n, MemoryNode)]
+    energy = None
+    if compute.energy is not None and all(n.energy is not None for n in memories):  # a model only when complete
+        energy = EnergyModel(tuple(n.energy for n in memories), compute.energy[0], compute.energy[1], tree.energy_unit)
     arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call),
-                        tree.double_buffering)
+                        tree.double_buffering, energy=energy)
     return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where)
 
 

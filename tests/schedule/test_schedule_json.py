@@ -254,7 +254,7 @@ def test_top_tile_must_be_the_extent():
         (lambda d: d["workload"].update(einsum="Z[m,n] += "), "workload.einsum: expected 'name', got end of text (in 'Z[m,n] += ')"),
         (lambda d: d["workload"].update(homes={"A": "L1"}), "workload.homes: not allowed here; a schedule's homes are its top-level 'homes'"),
         (lambda d: d["architecture"]["levels"][1].update(capacity=-4), "architecture.levels[1].capacity: expected int > 0, got -4"),
-        (lambda d: d["architecture"]["levels"][1]["link"].update(input_clocks_per_word="1/0"), "architecture.levels[1].link.input_clocks_per_word: expected a number > 0 (int, decimal or 'a/b'), got '1/0'"),
+        (lambda d: d["architecture"]["levels"][1]["link"].update(input_clocks_per_word="1/0"), "architecture.levels[1].link.input_clocks_per_word: expected a number >= 0 (int, decimal or 'a/b'), got '1/0'"),
         (lambda d: d["predicted"]["links"][0].update(time="x"), "predicted.links[0].time: expected an int >= 0 or a fraction string 'a/b', got 'x'"),
         (lambda d: d["predicted"]["links"][0].update(time=-1), "predicted.links[0].time: expected an int >= 0 or a fraction string 'a/b', got -1"),
         (lambda d: d["predicted"]["links"][0].update(name="L2->L0"), "predicted.links[0].name: unknown link 'L2->L0'; expected one of L1->L0"),

@@ -1,0 +1,267 @@
+"""Timeloop v0.4 problem, architecture and constraints -> mapsearch's workload, tree and constraints.
+
+Problem (``problem: {shape: {dimensions, coefficients, data_spaces}, instance}``):
+each data space is a tensor, each projection axis a sum of ``[DIM]`` or
+``[DIM, COEFFICIENT]`` terms (the coefficient's value from ``instance``, else
+its ``default``); the data space with ``read_write: true`` is the output.
+Dimension names are kept as written (``C``, ``M``, ...).
+
+Architecture (``architecture: {version: 0.4, nodes: [...]}``): ``!Component``
+nodes are storage, except the last one, the compute. A storage holds
+``depth * width / datawidth`` words (``size`` in words also works; none:
+unbounded, top only); ``read_bandwidth``/``write_bandwidth`` are words per
+cycle (none: unbounded) and bound the links above and below it, as for
+AccelForge (mapsearch/spec/foreign/accelforge_parts.py). ``!Container``
+``spatial: {meshX, meshY}`` fans out everything below it; the fanout goes on
+the next storage. ``!Parallel`` storages are chained (as timeloopfe
+flattens them), each keeping what its constraints say. Under the compute a
+level holding one op's operands is added (see accelforge_arch.py).
+
+Constraints (on a node as ``constraints: {dataspace, temporal, spatial}``, or
+``constraints:``/``architecture_constraints: {targets: [...]}``):
+``dataspace``/``bypass`` keep and bypass lists become the tree's keep rules
+(exact). A temporal ``permutation`` naming every dimension becomes the loop
+order of the level whose loops it is (Timeloop lists inner to outer), and
+``factors`` at the innermost storage become its tile extents. Other mapping
+constraints (partial permutations, factors above the innermost storage,
+spatial factors and splits) are mapper restrictions mapsearch cannot state:
+they are left out with a note, so mapsearch searches a wider space.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping
+
+from mapsearch.spec.foreign.accelforge_parts import FREE, Port, join_ports
+from mapsearch.spec.foreign.common import Tagged, bad, untranslatable
+from mapsearch.spec.set_expr import parse_set_expr
+from mapsearch.spec.tree_nodes import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree
+from mapsearch.spec.tree_yaml import Where
+from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload, WorkloadGraph
+
+__all__ = ["timeloop_problem", "timeloop_arch"]
+
+_DIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def timeloop_problem(data: Mapping[str, Any], source: str, name: str) -> tuple[Workload, dict]:
+    p = data.get("problem")
+    if not isinstance(p, dict):
+        raise bad(source, "problem", "a mapping with shape and instance", p)
+    shape, instance = p.get("shape"), p.get("instance")
+    if not isinstance(shape, dict):
+        raise bad(source, "problem.shape", "a mapping with dimensions and data_spaces", shape)
+    if not isinstance(instance, dict):
+        raise bad(source, "problem.instance", "a mapping from dimension to size", instance)
+    dims = shape.get("dimensions")
+    if isinstance(dims, str):
+        dims = [d for d in re.split(r"[\s,]+", dims) if d]
+    if not isinstance(dims, list) or not dims or not all(isinstance(d, str) and _DIM.match(d) for d in dims):
+        raise bad(source, "problem.shape.dimensions", "a list of dimension names", dims)
+    coef = {}
+    for i, c in enumerate(shape.get("coefficients") or []):
+        if not isinstance(c, dict) or "name" not in c:
+            raise bad(source, f"problem.shape.coefficients[{i}]", "a mapping with name and default", c)
+        coef[c["name"]] = instance.get(c["name"], c.get("default", 1))
+    if (instance.get("densities") or {}) not in ({},):
+        raise untranslatable(source, "problem.instance.densities", "densities describe sparse tensors; use "
+                             "mapsearch's --density with a mapsearch workload")
+    extents = {}
+    for d in dims:
+        v = instance.get(d)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise bad(source, f"problem.instance.{d}", "int >= 1", v)
+        extents[d] = v
+    spaces = shape.get("data_spaces")
+    if not isinstance(spaces, list) or len(spaces) < 2:
+        raise bad(source, "problem.shape.data_spaces", "a list of two or more data spaces", spaces)
+    accesses, output = [], None
+    for i, ds in enumerate(spaces):
+        f = f"problem.shape.data_spaces[{i}]"
+        if not isinstance(ds, dict) or not isinstance(ds.get("name"), str):
+            raise bad(source, f, "a mapping with name and projection", ds)
+        axes = tuple(_axis(ax, coef, dims, source, f"{f}.projection[{j}]") for j, ax in enumerate(ds.get("projection") or []))
+        acc = TensorAccess(ds["name"], axes)
+        if ds.get("read_write"):
+            if output is not None:
+                raise untranslatable(source, f, "two read-write data spaces; mapsearch's einsums have one output")
+            output = acc
+        else:
+            accesses.append(acc)
+    if output is None:
+        raise bad(source, "problem.shape.data_spaces", "one data space with read_write: true (the output)", None)
+    if not all(ix.is_plain for ix in output.indices):
+        raise untranslatable(source, "problem.shape.data_spaces", f"output {output.name} is indexed by sums; "
+                             f"mapsearch's outputs are indexed by plain dimensions")
+    einsum = Einsum(output, tuple(accesses))
+    used = set(einsum.dims)
+    unused = [d for d in dims if d not in used]
+    if any(extents[d] > 1 for d in unused):
+        raise untranslatable(source, "problem.shape.dimensions", f"{', '.join(unused)} index no data space")
+    return Workload(shape.get("name", name) or name, einsum, tuple((d, extents[d]) for d in einsum.dims)), {}
+
+
+def _axis(raw: Any, coef: Mapping[str, Any], dims: list, source: str, field: str) -> AffineIndex:
+    terms = []
+    for k, term in enumerate(raw if isinstance(raw, list) else []):
+        term = term if isinstance(term, list) else [term]
+        if not term or term[0] not in dims:
+            raise bad(source, f"{field}[{k}]", f"[DIMENSION] or [DIMENSION, COEFFICIENT] with a dimension of {dims}", term)
+        c = term[1] if len(term) > 1 else 1
+        c = coef.get(c, c) if isinstance(c, str) else c
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise bad(source, f"{field}[{k}]", "a coefficient that is an int >= 1", term)
+        terms.append((term[0], c))
+    if not terms:
+        raise bad(source, field, "a list of [DIMENSION] or [DIMENSION, COEFFICIENT] terms", raw)
+    return AffineIndex(tuple(terms))
+
+
+# --------------------------------------------------------------------------
+# Architecture.
+# --------------------------------------------------------------------------
+
+
+def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any,
+                  more_constraints: Mapping[str, Any] | None = None) -> tuple[Tree, Any, tuple[str, ...]]:
+    """``(tree, Constraints or None, notes)``; ``workload`` is a Workload or a ForeignWorkload.
+
+    ``more_constraints``: the document of a separate constraints file (``constraints: {targets}``).
+    """
+    from mapsearch.spec.foreign.timeloop_constraints import apply_targets, node_targets
+
+    w = getattr(workload, "workload", workload)
+    if isinstance(w, WorkloadGraph):
+        raise untranslatable(source, "architecture", "a Timeloop architecture runs one einsum at a time")
+    arch = data.get("architecture")
+    if not isinstance(arch, dict) or not isinstance(arch.get("nodes"), list):
+        raise bad(source, "architecture", "a mapping with version: 0.4 and nodes", arch)
+    if str(arch.get("version", "0.4")) != "0.4":
+        raise bad(source, "architecture.version", "0.4", arch.get("version"))
+    flat = _flatten(arch["nodes"], source, "architecture.nodes")
+    components = [n for n in flat if n[0] == "Component"]
+    if len(components) < 2:
+        raise bad(source, "architecture.nodes", "storage components and a compute component last", len(components))
+    compute = components[-1]
+    targets = node_targets(flat) + list(_constraint_targets(data, source))
+    targets += list(_constraint_targets(more_constraints or {}, source))
+    notes: list[str] = []
+    names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
+    keep, extra = apply_targets(targets, names, w, source, notes)
+    nodes = []
+    pending: list[SpatialAxis] = []
+    parent: Port | None = None
+    tensors = w.tensor_names
+    for kind, body, field, line in flat:
+        where = Where(source, line, 1, field)
+        if kind == "Container":
+            pending += _mesh(body, field, source, where, tensors)
+            continue
+        if (kind, body) == ("Component", compute[1]):
+            break
+        attrs = body.get("attributes") or {}
+        port = _port(attrs, field, source)
+        capacity = _words(attrs, field, source, top=parent is None, total=sum(w.tensor_words(t) for t in tensors))
+        link = None if parent is None else join_ports(parent, port)
+        if parent is not None and (port.read or port.write):
+            notes.append(f"{source}: {field} ({body['name']}): its bandwidth bounds the link above and the link below; "
+                         f"mapsearch times each link on its own")
+        kept, bypassed = keep.get(body["name"], (None, None))
+        nodes.append(MemoryNode(body["name"], capacity, link, tuple(pending), _rule(kept, tensors, where),
+                                None, _rule(bypassed, tensors, where), where))
+        pending, parent = [], port
+    where = Where(source, compute[3], 1, compute[2])
+    cname = compute[1]["name"]
+    from mapsearch.spec.foreign.operands import operand_words
+
+    nodes.append(MemoryNode(f"{cname}_operands", operand_words(w.einsum, w.extent), join_ports(parent, FREE),
+                            tuple(pending), None, None, None, where))
+    nodes.append(ComputeNode(cname, (), 1, where))
+    tree = Tree(name, HierarchicalNode(tuple(nodes), Where(source, 1, 1, "architecture")), False, source)
+    return tree, extra, tuple(dict.fromkeys(notes))
+
+
+def _flatten(items: list, source: str, field: str) -> list[tuple[str, dict, str, int]]:
+    out = []
+    for i, n in enumerate(items):
+        f = f"{field}[{i}]"
+        if not isinstance(n, Tagged) or not isinstance(n.value, dict):
+            raise bad(source, f, "a tagged node (!Container, !Component, !Parallel, !Hierarchical)", n)
+        if n.tag in ("Parallel", "Hierarchical", "Pipelined"):
+            out += _flatten(n.value.get("nodes") or [], source, f"{f}.nodes")
+        elif n.tag in ("Container", "Component"):
+            if not isinstance(n.value.get("name"), str):
+                raise bad(source, f"{f}.name", "a component name", n.value.get("name"))
+            out.append((n.tag, n.value, f, n.line))
+        else:
+            raise bad(source, f, "!Container, !Component, !Parallel or !Hierarchical", "!" + n.tag)
+    return out
+
+
+def _constraint_targets(data: Mapping[str, Any], source: str):
+    for key in ("constraints", "architecture_constraints", "mapspace_constraints"):
+        block = data.get(key)
+        if isinstance(block, dict):
+            for i, t in enumerate(block.get("targets") or []):
+                yield t, f"{key}.targets[{i}]"
+
+
+def _mesh(body: Mapping[str, Any], field: str, source: str, where: Where, tensors: tuple[str, ...]) -> list[SpatialAxis]:
+    spatial = body.get("spatial") or {}
+    axes = []
+    for key, axis in (("meshX", "X"), ("meshY", "Y")):
+        n = spatial.get(key)
+        if n is None:
+            continue
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise bad(source, f"{field}.spatial.{key}", "int >= 1", n)
+        if n > 1:
+            everything = SetRule("All", parse_set_expr("All"), where)
+            axes.append(SpatialAxis(f"{body['name']}_{axis}", n, everything, SetRule("Nothing", parse_set_expr("Nothing"), where), where))
+    return axes
+
+
+def _port(attrs: Mapping[str, Any], field: str, source: str) -> Port:
+    from fractions import Fraction
+
+    costs = []
+    for key in ("read_bandwidth", "write_bandwidth"):
+        bw = attrs.get(key)
+        if bw is None:
+            costs.append(Fraction(0))
+            continue
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or bw <= 0:
+            raise bad(source, f"{field}.attributes.{key}", "words per cycle > 0", bw)
+        costs.append(1 / Fraction(str(bw)))
+    return Port(costs[0], costs[1], "separate") if any(costs) else FREE
+
+
+def _words(attrs: Mapping[str, Any], field: str, source: str, top: bool, total: int) -> int | None:
+    if "size" in attrs:
+        size = attrs["size"]
+    elif "depth" in attrs:
+        depth, width, dw = attrs.get("depth"), attrs.get("width", attrs.get("datawidth", 1)), attrs.get("datawidth", 1)
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in (depth, width, dw)):
+            raise bad(source, f"{field}.attributes", "depth, width and datawidth > 0", {"depth": depth, "width": width})
+        if depth == math.inf:
+            size = math.inf
+        else:
+            size = int(depth) * int(width) // int(dw)
+    else:
+        size = math.inf
+    if size == math.inf or size is None:
+        return None if top else 2 * total
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise bad(source, f"{field}.attributes.size", "words: int >= 1", size)
+    return size
+
+
+def _rule(names: frozenset[str] | None, tensors: tuple[str, ...], where: Where) -> SetRule | None:
+    if names is None:
+        return None
+    from mapsearch.spec.foreign.sets import as_set_text
+
+    text = as_set_text(names, tensors)
+    return SetRule(text, parse_set_expr(text), where)

@@ -1,0 +1,100 @@
+"""Timeloop v0.4: problems, architectures (the exercises' eyeriss_like) and constraints."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from mapsearch.errors import SpecError
+from mapsearch.spec.foreign import detect_format, load_foreign_arch, load_foreign_workload
+from mapsearch.spec.foreign.common import Untranslatable, parse_tagged_yaml
+from mapsearch.spec.tree_paths import flatten
+
+from foreign_helpers import PEERS, solve_peer, workload_error
+
+T = PEERS / "timeloop"
+PROBLEM = T / "cnn_layer_small.prob.yaml"
+ARCH = T / "eyeriss_like.arch.yaml"
+
+
+def test_a_cnn_problem_with_strides_and_dilations_from_coefficients():
+    w = load_foreign_workload(PROBLEM).workload
+    assert w.einsum.text() == "Outputs[N,M,Q,P] += Weights[C,M,R,S] * Inputs[N,C,R+P,S+Q]"
+    assert w.tensor_shape("Inputs") == (1, 2, 6, 2)  # R + P - 1 = 3 + 4 - 1; S + Q - 1 = 1 + 2 - 1
+
+
+def test_eyeriss_like_capacities_bandwidths_and_meshes():
+    fa = load_foreign_arch(ARCH, load_foreign_workload(PROBLEM))
+    (path,) = flatten(fa.tree)
+    levels = {lv.name: lv for lv in path.architecture.levels}
+    assert levels["DRAM"].capacity is None  # no depth: unbounded
+    assert levels["shared_glb"].capacity == 16384 * 64 // 8
+    assert levels["ifmap_spad"].capacity == 12 * 16 // 8 and levels["psum_spad"].capacity == 16 * 16 // 16
+    # 16 words per cycle out of shared_glb, 2 into each spad: the slower side binds each link.
+    assert levels["shared_glb"].link.input_clocks_per_word == Fraction(1, 16)
+    assert levels["ifmap_spad"].link.input_clocks_per_word == Fraction(1, 2)
+    assert [(a.name, a.size) for a in levels["ifmap_spad"].mesh] == [("PE_column_X", 14), ("PE_Y", 12)]
+    rules = {k.level: (k.keep.text if k.keep else None, k.bypass.text if k.bypass else None) for k in path.keep_rules}
+    assert rules["shared_glb"] == ("Inputs | Outputs", "Weights")
+    assert rules["psum_spad"] == ("Outputs", "Nothing")
+    # A full temporal permutation orders the child's loops (Timeloop lists inner to outer).
+    assert ("weights_spad", ("S", "R", "Q", "P", "C", "M", "N")) in fa.constraints.orders
+    limits = {(t.level, t.dim): (t.lo, t.hi) for t in fa.constraints.tiles}
+    assert limits == {("psum_spad", "C"): (1, 1), ("psum_spad", "P"): (1, 1), ("psum_spad", "Q"): (1, 1)}
+    assert any("spatial constraints restrict the mapper's fanout use" in n for n in fa.notes)
+
+
+def test_eyeriss_like_solves_a_small_layer_and_honours_the_constraints():
+    best, result, _ = solve_peer(PROBLEM, ARCH)
+    s = result.schedule
+    keep = {lv.level: lv.keep for lv in s.levels}
+    assert "Weights" not in keep["shared_glb"] and {"Inputs", "Outputs"} <= keep["shared_glb"]
+    psum = next(lv for lv in s.levels if lv.level == "psum_spad")
+    assert dict(psum.tile)["P"] == dict(psum.tile)["Q"] == dict(psum.tile)["C"] == 1
+    # 192 MACs over the PE array: 24 calls on the busiest PE is the time (compute bound).
+    assert s.predicted.time == 24 and s.predicted.macs == 192
+
+
+@pytest.mark.parametrize("text, message", [
+    ("problem:\n  shape: {dimensions: [A], data_spaces: [{name: X, projection: [[[A]]]}, {name: Y, projection: [[[A]]], read_write: true}]}\n  instance: {A: 0}\n",
+     "problem.instance.A: expected int >= 1, got 0"),
+    ("problem:\n  shape: {dimensions: [A], data_spaces: [{name: X, projection: [[[B]]]}, {name: Y, projection: [[[A]]], read_write: true}]}\n  instance: {A: 4}\n",
+     "problem.shape.data_spaces[0].projection[0][0]: expected [DIMENSION] or [DIMENSION, COEFFICIENT] with a dimension of ['A'], got ['B']"),
+    ("problem:\n  shape: {dimensions: [A], data_spaces: [{name: X, projection: [[[A]]]}, {name: Y, projection: [[[A]]]}]}\n  instance: {A: 4}\n",
+     "problem.shape.data_spaces: expected one data space with read_write: true (the output), got None"),
+])
+def test_bad_problems_are_one_line(tmp_path, text, message):
+    path, error = workload_error(tmp_path, text)
+    assert error == f"{path}: {message}"
+
+
+def test_bad_constraint_target_is_one_line(tmp_path):
+    text = ARCH.read_text() + "constraints:\n  targets:\n  - {target: L9, type: temporal, factors: M=1}\n"
+    path = tmp_path / "a.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as e:
+        load_foreign_arch(path, load_foreign_workload(PROBLEM))
+    assert str(e.value) == (f"{path}: constraints.targets[0].target: expected a storage of the architecture "
+                            f"(DRAM, shared_glb, ifmap_spad, weights_spad, psum_spad), got 'L9'")
+
+
+def test_densities_are_refused():
+    text = PROBLEM.read_text().replace("    Q: 2\n", "    Q: 2\n    densities: {Inputs: 0.5}\n")
+    data = parse_tagged_yaml(text, "p.yaml")
+    assert detect_format(data) == "timeloop"
+    from mapsearch.spec.foreign.timeloop import timeloop_problem
+
+    with pytest.raises(Untranslatable, match="problem.instance.densities: cannot be translated exactly"):
+        timeloop_problem(data, "p.yaml", "p")
+
+
+def test_a_separate_constraints_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("constraints:\n  targets:\n  - {target: shared_glb, type: temporal, permutation: SRQPCMN}\n"
+                    "  - {target: DRAM, type: bypass, keep: [Weights, Inputs, Outputs]}\n")
+    fa = load_foreign_arch(ARCH, load_foreign_workload(PROBLEM), constraints=path)
+    # shared_glb's temporal loops step ifmap_spad's tiles: mapsearch's ifmap_spad loops, outer to inner.
+    assert ("ifmap_spad", ("N", "M", "C", "P", "Q", "R", "S")) in fa.constraints.orders
+    rules = {k.level: k.keep.text for k in flatten(fa.tree)[0].keep_rules}
+    assert rules["DRAM"] == "Weights | Inputs | Outputs"

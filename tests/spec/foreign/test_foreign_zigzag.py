@@ -1,0 +1,92 @@
+"""ZigZag 3.9.1's hardware files (tests/data/peers/zigzag): every one reads, solves a small layer or says why not."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from mapsearch.spec.foreign import load_foreign_arch, load_foreign_workload
+from mapsearch.spec.foreign.common import Untranslatable
+from mapsearch.solve.tree import NoUsablePath
+from mapsearch.spec.tree_paths import flatten
+
+from foreign_helpers import PEERS, solve_peer, workload_error
+
+Z = PEERS / "zigzag"
+GEMM = Z / "layers" / "gemm_8x8x8.yaml"
+
+
+def test_a_layer_reads_with_its_relations_and_precisions():
+    fw = load_foreign_workload(Z / "layers" / "conv_small.yaml")
+    assert fw.workload.einsum.text() == "O[b,k,oy,ox] += W[k,c,fy,fx] * I[b,c,oy+fy,ox+fx]"
+    assert fw.bits == {"W": 8, "I": 8, "O": 16}
+
+
+def test_tpu_like_per_operand_hierarchies_become_keep_and_bypass():
+    fa = load_foreign_arch(Z / "tpu_like.yaml", load_foreign_workload(GEMM))
+    (path,) = flatten(fa.tree)
+    levels = {lv.name: lv for lv in path.architecture.levels}
+    assert list(levels) == ["dram", "sram_2MB", "rf_2B", "rf_128B", "mac_operands"]
+    assert levels["rf_2B"].capacity == 1 and levels["rf_128B"].capacity == 128  # 16 / 16 bits, 1024 / 8 bits
+    assert [(a.name, a.size) for a in levels["rf_2B"].mesh] == [("D1", 32), ("D2", 32)]  # served_dimensions: []
+    rules = {k.level: (k.keep.text, k.bypass.text if k.bypass else None) for k in path.keep_rules}
+    assert rules["sram_2MB"] == ("I | O", "W") and rules["rf_128B"] == ("W", "I | O")
+    # dram's read_write port: 64 bits per cycle, 16-bit partial sums the widest word: 1/4 clock per word, shared.
+    assert levels["sram_2MB"].link.input_clocks_per_word == Fraction(1, 4) and levels["sram_2MB"].link.lines == "shared"
+    e = path.architecture.energy
+    assert e.level("dram").read == Fraction(700) * 16 / 64 and e.mac == Fraction("0.04") and e.unit == "pJ"
+    assert any("words of [8, 16] bits share its ports" in n for n in fa.notes)
+
+
+@pytest.mark.parametrize("name, layer, instances, time, top_link", [
+    # 8x8x8: I and W in once (128 words), O out once (64), at 1/4 clock per word on dram's 64-bit port: 48.
+    ("tpu_like", "gemm_8x8x8", 1024, 128, (128, 64, 48)),
+    # 4x4x2 (eight levels make the 8x8x8 slow): 16 words in, 16 out, 1/4 clock each: 8.
+    ("eyeriss_like", "gemm_4x4x2", 168, Fraction(64, 3), (16, 16, 8)),
+    # dram's 2048-bit port: 1/128 clock per 16-bit word, 192 words: 3/2.
+    ("generic_array_cacti", "gemm_8x8x8", 65536, 64, (128, 64, Fraction(3, 2))),
+])
+def test_hardware_that_solves_a_small_gemm(name, layer, instances, time, top_link):
+    best, result, _ = solve_peer(Z / "layers" / f"{layer}.yaml", Z / f"{name}.yaml")
+    f = result.schedule.predicted
+    assert (f.compute_instances, f.time) == (instances, time)
+    assert (f.links[0].words_down, f.links[0].words_up, f.links[0].time) == top_link
+
+
+@pytest.mark.parametrize("name, message", [
+    ("aimc", "operational_array.is_imc: cannot be translated exactly: an in-memory-computing array"),
+    ("dimc", "operational_array.is_imc: cannot be translated exactly"),
+    ("ascend_like", "memories.sram_1MB_W.served_dimensions: cannot be translated exactly: sram_1MB_W is shared "
+                    "along D3, D4, which a memory above it is replicated along"),
+    ("edge_tpu_like", "memories.rf_2B.served_dimensions: cannot be translated exactly: rf_2B is shared along D2"),
+    ("meta_prototype", "memories.rf_2B.served_dimensions: cannot be translated exactly: rf_2B is shared along D2"),
+])
+def test_hardware_that_cannot_be_translated_says_why_in_one_line(name, message):
+    with pytest.raises(Untranslatable) as e:
+        load_foreign_arch(Z / f"{name}.yaml", load_foreign_workload(GEMM))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name, levels", [
+    ("gemm_l1", "reg_O, mac_operands"),
+    ("gemm_l1_l3", "reg_O, mac_operands"),
+    ("tesla_npu_like", "rf_1B, rf_4B"),
+])
+def test_hardware_with_two_replicated_levels_reads_and_the_solver_says_it_maps_one(name, levels):
+    load_foreign_arch(Z / f"{name}.yaml", load_foreign_workload(GEMM))
+    with pytest.raises(NoUsablePath, match=f"levels {levels} all have spatial instances"):
+        solve_peer(GEMM, Z / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("layer, message", [
+    ("[{id: 0, equation: 'O[k]+=W[k][c]*I[c]', loop_dims: [K, C], loop_sizes: [4]}]",
+     "[0].loop_sizes: expected one size per loop dimension, got [4]"),
+    ("[{id: 0, equation: 'O[k]+=W[k]+I[k]', loop_dims: [K], loop_sizes: [4]}]",
+     "[0].equation: cannot be translated exactly: 'O[k]+=W[k]+I[k]' adds tensors"),
+    ("[{id: 0, equation: 'O[k]+=W[k][c]*I[c]', loop_dims: [K], loop_sizes: [4]}]",
+     "[0].loop_dims: expected a size for C, got ['k']"),
+])
+def test_bad_layers_are_one_line(tmp_path, layer, message):
+    path, error = workload_error(tmp_path, layer, "layer.yaml", format="zigzag")
+    assert error.startswith(f"{path}: {message}")

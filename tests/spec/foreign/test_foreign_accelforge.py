@@ -9,7 +9,6 @@ import pytest
 from mapsearch.errors import SpecError
 from mapsearch.spec.foreign import load_foreign, load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import ForeignSpecError, Untranslatable
-from mapsearch.solve.tree import NoUsablePath
 from mapsearch.spec.tree_paths import flatten
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
@@ -45,9 +44,18 @@ def test_tpu_v4i_sizes_are_bits_and_throughputs_are_clocks_per_word():
     assert e.unit == "J"
 
 
-def test_tpu_v4i_has_two_meshed_levels_which_the_solver_says_it_does_not_map_yet():
-    with pytest.raises(NoUsablePath, match="levels LocalBuffer, Register all have spatial instances"):
-        solve_peer(MATMUL, ARCHES / "tpu_v4i.yaml")
+def test_tpu_v4i_solves_on_its_two_meshed_levels_and_replays():
+    """4 LocalBuffers over 128x128 Registers: two meshed levels in one path (issue 15), replayed to the word."""
+    from mapsearch.schedule.figures import differences
+    from mapsearch.sim.replay import replay
+
+    best, result, _ = solve_peer(MATMUL, ARCHES / "tpu_v4i.yaml")
+    f = result.schedule.predicted
+    assert best == "MAC" and result.status == "OPTIMAL_IN_FAMILY"
+    assert result.family_restrictions == ("buffer placement: default positions only (spatial fanout)",)
+    assert [lv.instances for lv in result.schedule.architecture.levels] == [1, 1, 4, 16384, 1]
+    assert (f.time, f.words_total) == (2, 2240)
+    assert differences(f, replay(result.schedule, mode="count").figures) == []
 
 
 def test_nvdla_registers_keep_only_weights_and_the_array_splits_n_and_k():

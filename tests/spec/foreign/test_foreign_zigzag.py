@@ -6,9 +6,11 @@ from fractions import Fraction
 
 import pytest
 
+from mapsearch.schedule.figures import differences
+from mapsearch.sim.replay import replay
+
 from mapsearch.spec.foreign import load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import Untranslatable
-from mapsearch.solve.tree import NoUsablePath
 from mapsearch.spec.tree_paths import flatten
 
 from foreign_helpers import PEERS, solve_peer, workload_error
@@ -68,15 +70,21 @@ def test_hardware_that_cannot_be_translated_says_why_in_one_line(name, message):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("name, levels", [
-    ("gemm_l1", "reg_O, mac_operands"),
-    ("gemm_l1_l3", "reg_O, mac_operands"),
-    ("tesla_npu_like", "rf_1B, rf_4B"),
+@pytest.mark.parametrize("name, instances, time, words", [
+    ("gemm_l1", [1, 64, 8], 96, 640),
+    ("gemm_l1_l3", [1, 1, 64, 8], 96, 832),
+    ("tesla_npu_like", [1, 1, 1, 1, 1, 32, 128, 1], 128, 2688),
 ])
-def test_hardware_with_two_replicated_levels_reads_and_the_solver_says_it_maps_one(name, levels):
-    load_foreign_arch(Z / f"{name}.yaml", load_foreign_workload(GEMM))
-    with pytest.raises(NoUsablePath, match=f"levels {levels} all have spatial instances"):
-        solve_peer(GEMM, Z / f"{name}.yaml")
+def test_hardware_with_two_replicated_levels_solves_and_replays(name, instances, time, words):
+    """Two meshed levels in one path (issue 15): solved in the family (spatial fanout keeps default buffer
+    positions, a named restriction) and replayed to the word."""
+    best, result, _ = solve_peer(GEMM, Z / f"{name}.yaml")
+    f = result.schedule.predicted
+    assert result.status == "OPTIMAL_IN_FAMILY"
+    assert result.family_restrictions == ("buffer placement: default positions only (spatial fanout)",)
+    assert [lv.instances for lv in result.schedule.architecture.levels] == instances
+    assert (f.time, f.words_total) == (time, words)
+    assert differences(f, replay(result.schedule, mode="count").figures) == []
 
 
 @pytest.mark.parametrize("layer, message", [

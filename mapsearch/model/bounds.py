@@ -44,7 +44,7 @@ from mapsearch.spec.workload import Workload
 
 _ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension
 
-__all__ = ["LinkFloor", "link_floors", "add_bounds", "words_floor", "time_floor"]
+__all__ = ["LinkFloor", "link_floors", "add_bounds", "words_floor", "time_floor", "contract_floors"]
 
 
 @dataclass(frozen=True)
@@ -138,9 +138,7 @@ def add_bounds(enc: Encoding) -> None:
     _add_tensor_floors(enc)
     floors = link_floors(p)
     _add_link_word_floors(enc, floors)
-    # A link has one copy per instance of its parent level: the busiest copy carries at least the average.
-    levels = p.architecture.levels
-    _add_time_floors(enc, floors, {a: math.prod(lv.instances for lv in levels[:a]) for a in floors})
+    _add_time_floors(enc, floors)
 
 
 def _add_tensor_floors(enc: Encoding) -> None:
@@ -176,22 +174,55 @@ def _add_link_word_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
     enc.cache["bounds_words"] = total_floor
 
 
-def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor], copies: dict[int, int]) -> None:
-    """``time >= `` each link's least time given its floors and copies (shared and separate lines, scaled clocks)."""
-    if enc.time is None:
-        return
+def link_time_floor(p: Problem, floors: dict[int, LinkFloor], scale: int) -> int:
+    """Each link's least time given its floors and copies (shared and separate lines), in clocks x ``scale``."""
+    levels = p.architecture.levels
     best = 0
     for a, f in floors.items():
-        link = enc.problem.architecture.levels[a].link
-        i = int(link.input_clocks_per_word * enc.scale)
-        o = int(link.output_clocks_per_word * enc.scale)
-        n = copies[a]
+        link = levels[a].link
+        i = int(link.input_clocks_per_word * scale)
+        o = int(link.output_clocks_per_word * scale)
+        n = math.prod(lv.instances for lv in levels[:a])  # copies of the link: the busiest carries the average
         if link.lines == "shared":
             best = max(best, -(-f.total * i // n))
         else:
             best = max(best, -(-f.down * i // n), -(-f.up * o // n))
             if i + o > 0:
                 best = max(best, -(-f.total * i * o // ((i + o) * n)))
+    return best
+
+
+def compute_time_floor(p: Problem, scale: int) -> int:
+    """``ceil(prod_d ceil(E_d / b_d) / instances) * clocks_per_call``, in clocks x ``scale``.
+
+    Any tiling splits a dimension's extent into pieces whose op calls
+    ``sum ceil(piece / b)`` are at least ``ceil(E / b)``; the calls of the
+    whole nest are the product over dimensions, spread over at most every
+    instance, and the busiest instance takes at least the average.
+    """
+    arch = p.architecture
+    calls = math.prod(-(-e // arch.compute.block_extent(d)) for d, e in p.workload.extents)
+    instances = math.prod(lv.instances for lv in arch.levels)
+    return -(-calls // instances) * int(arch.compute.clocks_per_call * scale)
+
+
+def contract_floors(p: Problem, scale: int) -> tuple[int, int]:
+    """``(time x scale, words)`` floors that hold for every schedule of the contract for ``p``.
+
+    Computed from the problem alone (never from an encoding's chains), so
+    they also bound the schedules a restricted family leaves out: a
+    restricted search whose optimum meets them has lost nothing.
+    """
+    floors = link_floors(p)
+    time_floor_ = max(link_time_floor(p, floors, scale), compute_time_floor(p, scale))
+    return time_floor_, sum(f.total for f in floors.values())
+
+
+def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
+    """``time >= `` each link's least time given its floors and copies (:func:`link_time_floor`)."""
+    if enc.time is None:
+        return
+    best = link_time_floor(enc.problem, floors, enc.scale)
     if best > enc.time.lo:
         enc.model.add(enc.time.expr >= best)
     enc.cache["bounds_time"] = best

@@ -35,8 +35,9 @@ def test_plain_matmul_is_optimal_over_the_whole_family() -> None:
 
 def test_held_filter_window_is_named_and_status_says_in_family() -> None:
     # An axis over three dimensions (I[p+r+u]) is split only along its largest one: the result names it.
+    # (With L0 = 16 the optimum meets the contract's floors and is OPTIMAL outright; 8 words do not.)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
-    result = solve(Problem(w, two_level(16)))
+    result = solve(Problem(w, two_level(8)))
     assert result.status == "OPTIMAL_IN_FAMILY"
     assert any(r.startswith("filter windows held whole: r, u") for r in result.family_restrictions)
 
@@ -85,3 +86,33 @@ def test_placement_turned_off_is_a_named_restriction() -> None:
     result = solve(Problem(w, two_level(12)), options=SolveOptions(placement=False))
     assert result.status == "OPTIMAL_IN_FAMILY"
     assert result.family_restrictions == ("buffer placement: default positions only (turned off)",)
+
+
+def test_a_restricted_optimum_that_meets_the_contract_floors_is_optimal() -> None:
+    """m = 2048 over two levels below the top draws outer tiles from ceil(E/n) (reduced candidates), but
+    everything fits: the time is the compute floor (8192 MACs) and the words the compulsory ones per link
+    (2 x (4096 + 4 + 4096) = 16,392), floors that hold for every schedule, so nothing outside the family is
+    better and the status is OPTIMAL with no restriction named."""
+    from fractions import Fraction
+
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.schedule.figures import differences
+
+    w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 2048, "n": 2, "k": 2})
+    fast = Link(Fraction(1, 8), Fraction(1, 8), "shared")
+    a = Architecture("a", (Level("L2", None, None), Level("L1", 100_000, fast), Level("L0", 20_000, fast)),
+                     Compute(), False)
+    result = solve(Problem(w, a))
+    assert result.space.reduced  # the family searched was the reduced one
+    assert contract_floors(Problem(w, a), 8) == (8192 * 8, 16_392)
+    assert [(p.name, p.value) for p in result.phases] == [("time", 8192), ("words", 16_392)]
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+
+
+def test_a_restricted_optimum_at_the_floors_drops_its_restriction() -> None:
+    # The 3-dim axis case with room: 24 MACs, compulsory words only (Z 6 + I 8 + W 4 = 18), floors met.
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
+    result = solve(Problem(w, two_level(16)))
+    assert [(p.name, p.value) for p in result.phases] == [("time", 24), ("words", 18)]
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()

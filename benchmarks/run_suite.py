@@ -58,7 +58,7 @@ from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture  # noqa: E402
-from mapsearch.spec.load import load_architecture, workload_from_dict  # noqa: E402
+from mapsearch.spec.load import workload_from_dict  # noqa: E402
 from mapsearch.spec.reading import _error, _note, read_yaml  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 
@@ -99,14 +99,10 @@ def load_suite(path: str | Path) -> list[Layer]:
 
 
 def resolve_architecture(name_or_path: str) -> Architecture:
-    """A preset by name (when ``mapsearch.presets`` exists) or an architecture YAML file."""
-    if Path(name_or_path).exists():
-        return load_architecture(name_or_path)
-    try:
-        from mapsearch.presets import resolve_architecture as resolve  # being added concurrently
-    except ImportError:
-        return load_architecture(name_or_path)  # a one-line "no such file" error
-    return resolve(name_or_path)
+    """An architecture YAML file, or a preset by name (``mapsearch.spec.load.resolve_architecture``)."""
+    from mapsearch.spec.load import resolve_architecture as resolve
+
+    return resolve(name_or_path)[0]
 
 
 def innermost_tiles(schedule) -> int:

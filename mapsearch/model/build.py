@@ -233,9 +233,9 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     elif options is not None and not options.placement:
         enc.cache["placement_off"] = "turned off"
     add_placements(enc)
-    checkpoint("orders, residency and buffer positions")
+    checkpoint("building the orders, residency and buffer positions")
     add_link_words(enc)
-    checkpoint("the words of every link")
+    checkpoint("building the words of every link")
     add_compute(enc)
     for level, dims in constraints.orders:
         j = resolve_level(level, arch, "constraints", "orders")

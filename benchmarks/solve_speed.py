@@ -43,7 +43,8 @@ limit per solve, model building included): 3-level 1024^3,
 97x193x61}. Per case: status, wall time, and the words phase's bound and
 gap when its full search starts and when it ends. ``--quick`` takes a
 subset; ``--no-bounds`` leaves out model/bounds.py's floors (the column
-before them).
+before them); ``--no-placement`` searches default buffer positions only
+(the family before issue 14), to measure what the wider family costs.
 
 ``--replay`` also replays the small cases' schedules and checks
 predicted == replayed (large ones would take the replay minutes).
@@ -132,9 +133,12 @@ CASES = [
 ]
 
 
+PLACEMENT = True  # --no-placement: every buffer at its default position (the family before issue 14)
+
+
 def run_case(case: Case, repeat: int):
     times, result, error = [], None, None
-    options = SolveOptions(time_limit=case.time_limit, workers=1, seed=0)
+    options = SolveOptions(time_limit=case.time_limit, workers=1, seed=0, placement=PLACEMENT)
     for _ in range(repeat):
         t0 = time.perf_counter()
         try:
@@ -254,7 +258,8 @@ def run_targets(args) -> None:
     print(header)
     print("-" * len(header))
     for case in target_cases(args.quick):
-        options = SolveOptions(time_limit=args.time_limit, work_limit=args.work_limit, workers=1, seed=0)
+        options = SolveOptions(time_limit=args.time_limit, work_limit=args.work_limit, workers=1, seed=0,
+                               placement=PLACEMENT)
         t0 = time.perf_counter()
         try:
             result = solve(Problem(case.workload, case.architecture), options=options)
@@ -343,7 +348,11 @@ def main() -> None:
     ap.add_argument("--work-limit", type=float, default=10.0,
                     help="--targets: CP-SAT deterministic time per search call (load-independent statuses)")
     ap.add_argument("--no-bounds", action="store_true", help="leave out model/bounds.py's floors (the before column)")
+    ap.add_argument("--no-placement", action="store_true",
+                    help="buffers at their default positions only (the cost of issue 14's wider family: run both)")
     args = ap.parse_args()
+    global PLACEMENT
+    PLACEMENT = not args.no_placement
     if args.no_bounds:
         import mapsearch.model.build as build_module
 

@@ -51,7 +51,7 @@ class DimChains:
     """The surviving chains of one dimension, one row each.
 
     ``tiles[:, j-1]`` is ``T_j``; ``counts[:, j]`` is ``N[j]`` (column 0 is 1);
-    ``sums[f][:, j]`` is ``F[f][j]``; ``small[f][(k, i)]`` is ``W[f][k][i]``.
+    ``sums[f][:, j]`` is ``F[f][j]``; ``small[f][(k, i)]`` is ``W[f][k][i]`` (views: ``(k, i, mask)`` too).
     """
 
     extent: int

@@ -193,20 +193,39 @@ class _Instance:
             x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
         return x > 0
 
-    def single(self, x: np.ndarray, k: int, i: int) -> np.ndarray:
-        """The one level-``i`` piece of the instance below a level-``k`` piece of extent ``x``, or 0 if it has several.
+    def idle_from(self, x: np.ndarray, k: int) -> np.ndarray:
+        """The first level below ``k`` where the instance has no part below a level-``k`` piece ``x`` (depth+1: none)."""
+        first = np.full(x.shape, self.depth + 1, dtype=np.int64)
+        for m in range(k + 1, self.depth + 1):
+            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
+            first = np.where((x <= 0) & (first > self.depth), m, first)
+        return first
+
+    def single(self, x: np.ndarray, k: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The one level-``i`` piece of the instance below a level-``k`` piece of extent ``x`` (0 if it has
+        several), and the levels whose keepers end its stillness (a bit mask, 0 when nothing does).
 
         A tile cuts ``y`` into ``floor(y/T)`` full tiles and a remainder; the
         instance keeps one piece when ``y <= T``, or when there is one full
-        tile and the instance has no part below the remainder.
+        tile and the instance has no part below the remainder. In the second
+        case it idles in the level-``m`` remainder tile, keeping its region,
+        unless it holds an output and a keeper of it at a level from ``m`` to
+        just above the level ``l`` where the instance's part ends moves into
+        the remainder (docs/spatial.md, "Replay decisions": the flush): the
+        mask has the bits ``m .. l-1`` of every such remainder.
         """
+        mask = np.zeros(x.shape, dtype=np.int64)
         for m in range(k + 1, i + 1):
             y = self.own(x, m)
             t = self.tiles[:, m - 1]
             rem = y - t
             one_full = (y > t) & (y < 2 * t) & ~self.active(rem, m)
+            if one_full.any():
+                idle = np.minimum(self.idle_from(np.maximum(rem, 0), m), i)
+                mask |= np.where(one_full, (1 << idle) - (1 << m), 0)
             x = np.where(y <= t, y, np.where(one_full, t, 0))
-        return np.where(self.active(x, i), x, 0)
+        x = np.where(self.active(x, i), x, 0)
+        return x, np.where(x > 0, mask, 0)
 
 
 def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -235,9 +254,12 @@ def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], vi
     every digit at a ``"sum"`` level) of that instance's own quantity
     (``model/chains.py`` defines them for one tree; a piece counts where the
     instance is active, and a level-``k`` piece is still up to ``i`` when the
-    instance has one level-``i`` piece below it). Digits are walked one class
-    of equal work at a time (:func:`_classes`), weighted by the class size,
-    so the cost is per class, not per instance.
+    instance has one level-``i`` piece below it). A piece still only
+    because the instance idles through remainders is summed apart, under
+    ``W[f][(k, i, mask)]`` (:meth:`_Instance.single`: an output's keeper at a
+    level of ``mask`` flushes it). Digits are walked one class of equal work
+    at a time (:func:`_classes`), weighted by the class size, so the cost is
+    per class, not per instance.
     """
     rows, depth = tiles.shape
     levels = sorted(parts)
@@ -269,8 +291,12 @@ def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], vi
                 for f in footprints:
                     sums[f][:, k] += on * footprint_values(f, size)
                     for i in range(k + 1, depth + 1):
-                        y = inst.single(size, k, i)
-                        small[f][(k, i)] += on * (y > 0) * footprint_values(f, y)
+                        y, mask = inst.single(size, k, i)
+                        still = on * (y > 0) * footprint_values(f, y)
+                        small[f][(k, i)] += np.where(mask == 0, still, 0)
+                        for bits in np.unique(mask[(mask > 0) & (still > 0)]):
+                            idle = small[f].setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
+                            idle += np.where(mask == bits, still, 0)
         calls += weight * sum(c * (-(-x // block)) for x, c in inst.levels[-1])
     return {"counts": counts, "sums": sums, "small": small, "calls": calls}
 

@@ -8,6 +8,8 @@ tiles, so everything built from these is exact too.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
 
@@ -41,13 +43,40 @@ def piece_sum(enc: Encoding, d: str, f: Footprint, j: int, view: tuple[str, ...]
     return enc.cache[key]
 
 
-def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: tuple[str, ...] | None = None) -> Q:
-    """``sum over level-k pieces x <= T_i of f(x)``; for ``k == i`` every piece counts."""
+def small_sum(enc: Encoding, d: str, f: Footprint, k: int, i: int, view: tuple[str, ...] | None = None,
+              idle: bool = True) -> Q:
+    """``sum over level-k pieces x <= T_i of f(x)``; for ``k == i`` every piece counts.
+
+    ``idle=False`` leaves out the pieces still only while an instance idles (:func:`idle_sums`)."""
     if k == i:
         return piece_sum(enc, d, f, i, view)
-    key = ("small", d, f, k, i, view)
+    key = ("small", d, f, k, i, view, idle)
     if key not in enc.cache:
-        enc.cache[key] = enc.lookup(d, _table(enc, d, view)["small"][f][(k, i)], f"small_L{k}_{i}")
+        table = _table(enc, d, view)["small"][f]
+        col = table[(k, i)]
+        if idle:
+            col = col + sum((v for w, v in table.items() if len(w) == 3 and w[:2] == (k, i)), np.zeros_like(col))
+        enc.cache[key] = enc.lookup(d, col, f"small_L{k}_{i}")
+    return enc.cache[key]
+
+
+def idle_sums(enc: Encoding, d: str, f: Footprint, k: int, i: int,
+              view: tuple[str, ...] | None = None) -> list[tuple[tuple[int, ...], Q]]:
+    """The still sums ``small_sum`` leaves out: pieces an instance idles through, per set of levels.
+
+    ``(levels, sum)`` pairs (model/spatial_chains.py, ``_Instance.single``):
+    those pieces are still for an input, and for an output only when none of
+    ``levels`` keeps it (a keeper there moves on while the instance idles,
+    which flushes the instance's partial sums).
+    """
+    if k == i or view is None or enc.chains[d].flavoured is None:
+        return []
+    key = ("idle", d, f, k, i, view)
+    if key not in enc.cache:
+        table = _table(enc, d, view)["small"][f]
+        masks = sorted(w[2] for w in table if len(w) == 3 and w[:2] == (k, i))
+        enc.cache[key] = [(tuple(j for j in range(i) if bits >> j & 1),
+                           enc.lookup(d, table[(k, i, bits)], f"idle_L{k}_{i}")) for bits in masks]
     return enc.cache[key]
 
 

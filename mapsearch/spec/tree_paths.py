@@ -221,7 +221,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
                         f"{compute.name!r}; a stage must sit between two memories")
     if not levels:
         raise TreeError(compute.where, f"!Compute {compute.name!r} has no !Memory above it")
-    arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call),
+    arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call, compute.block_roles),
                         tree.double_buffering)
     return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where)
 

@@ -91,6 +91,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="limit each phase by CP-SAT's deterministic time instead: the same result under any load")
     solve.add_argument("--no-placement", action="store_true",
                        help="keep every buffer at its level's default position (the result names the restriction)")
+    solve.add_argument("--block-binding", metavar="ROLE=DIM,...",
+                       help="for an op given in GEMM roles (compute.block_roles): bind these roles to these dimensions, "
+                       "e.g. m=q,k=c (the other roles are searched; the result is optimal only within this binding). "
+                       "Default: every binding is searched and the best one reported")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
     solve.add_argument("-q", "--quiet", action="store_true",
@@ -204,7 +208,8 @@ def _run(args: argparse.Namespace) -> None:
         solve_sparse.warn_sparse_only(args)
 
     arch = api.load_architecture(args.architecture)
-    workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
+    needs_workload = getattr(args, "dram_layouts", None) or getattr(args, "block_binding", None)
+    workload = api.load_workload(args.workload) if needs_workload else None
     options = options_from_args(args, arch, workload)
     try:
         # The path, not the loaded object: errors name the file, and a tree of one path keeps its tensors rules.

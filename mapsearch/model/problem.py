@@ -58,6 +58,8 @@ class Problem:
 def check_supported(p: Problem) -> None:
     if len(p.architecture.levels) < 2:
         raise UnsupportedProblem("the architecture needs at least two levels (a top and L0)")
+    if p.architecture.compute.block_roles:  # mapsearch/solve/block_roles.py binds it first; never model it as scalar
+        raise UnsupportedProblem("the op's block is given in GEMM roles, not yet bound to the workload's dimensions")
     meshed = [lv.name for lv in p.architecture.levels if lv.instances != 1 or lv.mesh]
     if len(meshed) > 1:
         raise UnsupportedProblem(f"levels {', '.join(meshed)} all have spatial instances; the solver maps one meshed level")

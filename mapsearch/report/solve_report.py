@@ -84,6 +84,43 @@ def status_lines(result: Any) -> list[str]:
     return lines
 
 
+def block_binding_lines(result: Any) -> list[str]:
+    """For an op given in GEMM roles: the chosen binding, then each binding's outcome (mapsearch/solve/block_roles.py)."""
+    chosen = getattr(result, "block_binding", ())
+    if not chosen:
+        return []
+    block = ", ".join(f"{d}={b}" for d, b in result.schedule.architecture.compute.block)
+    outcomes = getattr(result, "block_bindings", ())
+    lines = [f"block binding: {', '.join(f'{r}={d}' for r, d in chosen)} (the op's block: {block}); "
+             f"best of {len(outcomes)} binding(s) of its GEMM roles:"]
+    for o in outcomes:
+        if o.result is None:
+            lines.append(f"  {o.binding.text()}: {o.skipped}")
+        else:
+            f = o.result.schedule.predicted
+            mark = "  <- chosen" if o.result.schedule is result.schedule else ""
+            lines.append(f"  {o.binding.text()}: {o.result.status}, time {format_exact(f.time)}, words {f.words_total}{mark}")
+    return lines
+
+
+def block_binding_dict(result: Any) -> dict[str, Any]:
+    """``block_binding`` (role -> dim) and ``block_bindings`` (each binding's floor and outcome); {} without roles."""
+    chosen = getattr(result, "block_binding", ())
+    if not chosen:
+        return {}
+    rows = []
+    for o in getattr(result, "block_bindings", ()):
+        row: dict[str, Any] = {"binding": dict(o.binding.pairs), "floor": _number(o.floor)}
+        if o.result is None:
+            row["skipped"] = o.skipped
+        else:
+            f = o.result.schedule.predicted
+            row.update({"status": o.result.status, "time": _number(f.time), "words": f.words_total,
+                        "chosen": o.result.schedule is result.schedule})
+        rows.append(row)
+    return {"block_binding": dict(chosen), "block_bindings": rows}
+
+
 def _bound_text(bound: Any, proven: bool = False) -> str:
     """``bound X``; a bound of 0 on an unproven phase is no bound at all: "no bound yet"."""
     return "no bound yet" if bound == 0 and not proven else f"bound {format_exact(bound)}"
@@ -180,6 +217,7 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) ->
     lines = [problem_line(s.workload, arch)]
     lines.append(f"objective: {result.objective}" + (", then words" if result.objective == "time" else ""))
     lines += status_lines(result)
+    lines += block_binding_lines(result)
     lines += space_lines(result.space)
     lines += ["", "schedule (loops outer -> inner):"]
     lines += [f"  {l}" for l in loop_nest_lines(s)]
@@ -215,7 +253,9 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     ``predicted_equals_replayed``, ``mismatches``, ``replay_mode``,
     ``schedule`` (the schedule file's dict, predicted figures included) and
     ``spatial`` (per meshed level: axes, splits, parts, idle instances,
-    array utilization; :mod:`mapsearch.report.spatial`).
+    array utilization; :mod:`mapsearch.report.spatial`); for an op given
+    in GEMM roles, ``block_binding`` and ``block_bindings``
+    (:func:`block_binding_dict`).
     """
     s: Schedule = result.schedule
     out = report_dict(replayed.figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
@@ -252,6 +292,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
             "mismatches": [{"field": f, "predicted": _plain(a), "replayed": _plain(b)} for f, a, b in mismatches],
             "schedule": schedule_to_dict(s),
             "spatial": spatial_dict(s, replayed.figures),
+            **block_binding_dict(result),
         }
     )
     return out

@@ -98,6 +98,10 @@ class SolveResult:
     mismatches: tuple[tuple[str, object, object], ...] = ()
     paths: tuple[Any, ...] = ()
     interrupted: bool = False  # Ctrl-C stopped the search: the best schedule so far, phases not run kept as found
+    # An op given in GEMM roles (mapsearch/solve/block_roles.py): the chosen (role, dim) pairs, and every
+    # binding's outcome (block_roles.BindingOutcome). Empty for an op given by dimension.
+    block_binding: tuple[tuple[str, str], ...] = ()
+    block_bindings: tuple[Any, ...] = ()
 
     @property
     def figures(self) -> Figures:
@@ -200,6 +204,11 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     schedule already reaches a proven lower bound (the time can never be
     below the fewest op calls' compute time), the full phase is skipped.
     """
+    if problem.architecture.compute.block_roles or options.block_binding:
+        # An op given in GEMM roles: every binding, each solved here (imported here: that module uses this one).
+        from mapsearch.solve.block_roles import solve_bindings
+
+        return solve_bindings(problem, constraints, options, solve)
     start = time.perf_counter()
     with budget.within(budget.Budget(options.time_limit, parent=budget.current())):
         try:

@@ -103,9 +103,14 @@ def _floor(problem: Problem, binding: RoleBinding, options: SolveOptions) -> Fra
     if options.objective == "time":
         instances = math.prod(lv.instances for lv in problem.architecture.levels)
         return -(-calls // instances) * Fraction(problem.architecture.compute.clocks_per_call)
-    if options.objective == "energy":
+    if options.objective == "energy" and not _own_energy_model(problem):
         return calls * Fraction(options.op_energy)
     return Fraction(0)
+
+
+def _own_energy_model(problem: Problem) -> bool:
+    """An architecture that carries its own energy model (peer formats): its energy may count calls any way."""
+    return getattr(problem.architecture, "energy", None) is not None
 
 
 def _rank(result: SolveResult) -> tuple[Fraction, ...]:
@@ -113,11 +118,11 @@ def _rank(result: SolveResult) -> tuple[Fraction, ...]:
     return tuple(p.value for p in result.phases)
 
 
-def _counts_calls(options: SolveOptions) -> bool:
-    """Whether the objective or a constraint depends on the op calls (else every binding has the same optimum)."""
-    if options.min_utilization is not None:
+def _counts_calls(problem: Problem, options: SolveOptions) -> bool:
+    """Whether the objective or a constraint may depend on the op calls (else every binding has the same optimum)."""
+    if options.min_utilization is not None or options.objective == "time":
         return True
-    return options.objective == "time" or (options.objective == "energy" and options.op_energy != 0)
+    return options.objective == "energy" and (options.op_energy != 0 or _own_energy_model(problem))
 
 
 def solve_bindings(problem: Problem, constraints: Constraints, options: SolveOptions, solve_one: Solver) -> SolveResult:
@@ -241,7 +246,7 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         if budget.stopped():
             outcomes.append(BindingOutcome(b, floors[b], skipped="not searched: the search was stopped"))
             continue
-        if solved_one is not None and not _counts_calls(options):
+        if solved_one is not None and not _counts_calls(problem, options):
             outcomes.append(BindingOutcome(b, floors[b], skipped=f"equivalent to {solved_one.text()}: the "
                                            f"{options.objective} objective does not depend on the op's calls, the only "
                                            "thing a binding changes"))
@@ -276,7 +281,8 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         if best is None or _rank(result) < _rank(best):
             best = result
         rest = [o for o in order[i + 1:] if _excluded(_rank(best), best.phases[0].name, floors[o], None) is None]
-        if relaxation is None and len(rest) > 1 and best.phases[0].value > floors[b] and _counts_calls(options) \
+        monotone = options.objective == "time" or options.objective == "energy" and not _own_energy_model(problem)
+        if relaxation is None and len(rest) > 1 and best.phases[0].value > floors[b] and monotone \
                 and options.min_utilization is None and not budget.stopped():
             # Above its calls floor (the links bind): one solve of an op no binding beats may prove the rest no better.
             relaxation, relaxed = _relaxation(problem, constraints, options, solve_one, rest), set(rest)

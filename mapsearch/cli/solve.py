@@ -53,7 +53,7 @@ from mapsearch.cli.solving import (
 )
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.report.dram_rows import dram_rows_check
-from mapsearch.report.solve_report import render_solve_text, solve_report_dict
+from mapsearch.report.solve_report import outcome_lines, render_solve_text, solve_report_dict
 
 __all__ = ["add_parser", "run"]
 
@@ -151,15 +151,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def paths_lines(result: api.SolveResult, architecture: str) -> list[str]:
     """The compute paths of a tree architecture: each one's outcome, the chosen one marked."""
-    lines = [f"compute paths of {architecture}:"]
-    for o in result.paths:
-        if o.result is None:
-            lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
-        else:
-            f = o.result.schedule.predicted
-            mark = "  <- chosen" if o.result.schedule is result.schedule else ""
-            lines.append(f"  {o.compute_name}: {o.result.status}, time {plain(f.time)}, words {f.words_total}{mark}")
-    return lines
+    return [f"compute paths of {architecture}:"] + outcome_lines(
+        ((o.compute_name, o.result, f"skipped ({o.skipped})") for o in result.paths), result.schedule, plain)
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ replayed figures side by side with a check mark per row, and what binds.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mapsearch.report.json_report import _exact, _number, report_dict
 from mapsearch.report.loopnest import loop_nest_lines
@@ -91,15 +91,23 @@ def block_binding_lines(result: Any) -> list[str]:
         return []
     block = ", ".join(f"{d}={b}" for d, b in result.schedule.architecture.compute.block)
     outcomes = getattr(result, "block_bindings", ())
-    lines = [f"block binding: {', '.join(f'{r}={d}' for r, d in chosen)} (the op's block: {block}); "
-             f"best of {len(outcomes)} binding(s) of its GEMM roles:"]
-    for o in outcomes:
-        if o.result is None:
-            lines.append(f"  {o.binding.text()}: {o.skipped}")
+    return [f"block binding: {', '.join(f'{r}={d}' for r, d in chosen)} (the op's block: {block}); "
+            f"best of {len(outcomes)} binding(s) of its GEMM roles:"] + outcome_lines(
+        ((o.binding.text(), o.result, o.skipped) for o in outcomes), result.schedule)
+
+
+def outcome_lines(rows: Iterable[tuple[str, Any, str | None]], chosen: Schedule,
+                  number: Callable[[Any], str] = format_exact) -> list[str]:
+    """Per ``(name, result or None, why not)``: ``  NAME: STATUS, time T, words W`` (``  <- chosen`` for the
+    result whose schedule is ``chosen``), or ``  NAME: WHY``."""
+    lines = []
+    for name, result, why in rows:
+        if result is None:
+            lines.append(f"  {name}: {why}")
         else:
-            f = o.result.schedule.predicted
-            mark = "  <- chosen" if o.result.schedule is result.schedule else ""
-            lines.append(f"  {o.binding.text()}: {o.result.status}, time {format_exact(f.time)}, words {f.words_total}{mark}")
+            f = result.schedule.predicted
+            mark = "  <- chosen" if result.schedule is chosen else ""
+            lines.append(f"  {name}: {result.status}, time {number(f.time)}, words {f.words_total}{mark}")
     return lines
 
 

@@ -37,9 +37,10 @@ from typing import Iterable, Mapping
 
 from mapsearch.spec.architecture import Architecture, Compute
 from mapsearch.spec.einsum import Einsum
+from mapsearch.spec.reading import _note
 
 __all__ = ["ROLES", "ROLE_MEANING", "RoleBinding", "role_candidates", "role_bindings", "roles_problem",
-           "bind_compute", "bind_architecture", "parse_binding", "fixed_bindings"]
+           "bind_compute", "bind_architecture", "parse_binding", "fixed_bindings", "bindable_blocks"]
 
 ROLES = ("m", "n", "k")
 ROLE_MEANING = {
@@ -178,3 +179,22 @@ def fixed_bindings(einsum: Einsum, compute: Compute, fixed: tuple[tuple[str, str
     if not kept:
         return (), ("roles that one order of the operands allows together (m and n from different inputs)", text)
     return kept, None
+
+
+def bindable_blocks(compute: Compute, einsums: tuple[Einsum, ...], source: str,
+                    architecture_source: str) -> list[dict[str, int]]:
+    """Every per-dimension block the solver may give ``compute`` on ``einsums`` (its own block when it has no roles).
+
+    A role with no dimension in one of them is a SpecError naming
+    ``compute.block_roles.ROLE`` in ``architecture_source``.
+    """
+    if not compute.block_roles:
+        return [dict(compute.block)]
+    blocks: list[dict[str, int]] = []
+    for einsum in einsums:
+        problem = roles_problem(einsum, compute)
+        if problem is not None:
+            field = "compute.block_roles" + (f".{problem[0]}" if problem[0] else "")
+            raise _note(architecture_source, field, f"with {source}: {problem[1]}")
+        blocks += [dict(bind_compute(compute, b).block) for b in role_bindings(einsum, compute)]
+    return blocks or [dict(compute.block)]

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping
 from mapsearch.errors import SpecError
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
-from mapsearch.spec.block_roles import ROLES, bind_compute, role_bindings, roles_problem
+from mapsearch.spec.block_roles import ROLES, bindable_blocks
 from mapsearch.spec.einsum import Einsum
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import (
@@ -150,12 +150,10 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
     compute_raw = data.get("compute") or {}
-    block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
-    for d, b in block:
-        _guard(limits.extent_error(b), source, f("compute", "block", d))
-    roles = tuple((r, int(b)) for r, b in (compute_raw.get("block_roles") or {}).items())
-    for r, b in roles:
-        _guard(limits.extent_error(b), source, f("compute", "block_roles", r))
+    block, roles = (tuple((d, int(b)) for d, b in (compute_raw.get(key) or {}).items()) for key in ("block", "block_roles"))
+    for key, pairs in (("block", block), ("block_roles", roles)):
+        for d, b in pairs:
+            _guard(limits.extent_error(b), source, f("compute", key, d))
     if block and roles:
         raise _note(source, f("compute", "block_roles"), "give the block either by dimension (block) or by GEMM role "
                     "(block_roles), not both")
@@ -248,14 +246,7 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
                     if d in ROLES else "")
             raise _note(architecture_source, join_path(["compute", "block", d]),
                         f"unknown dimension; the workload {source} uses {', '.join(dims)}{hint}")
-    blocks = [dict(architecture.compute.block)]
-    for einsum in einsums:
-        problem = roles_problem(einsum, architecture.compute)
-        if problem is not None:
-            raise _note(architecture_source, join_path(["compute", "block_roles", problem[0]] if problem[0]
-                                                       else ["compute", "block_roles"]), f"with {source}: {problem[1]}")
-        if architecture.compute.block_roles:  # the size check below, for each block the solver may bind
-            blocks = [dict(bind_compute(architecture.compute, b).block) for b in role_bindings(einsum, architecture.compute)]
+    blocks = bindable_blocks(architecture.compute, tuple(einsums), source, architecture_source)
     for i, lv in enumerate(architecture.levels):
         for j, axis in enumerate(lv.mesh):
             for k, name in enumerate(axis.may_reuse):

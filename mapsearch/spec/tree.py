@@ -321,7 +321,7 @@ class _Builder:
             raise TreeError(fields["block_roles"][1], "give the block either by dimension (block) or by GEMM role "
                             "(block_roles), not both")
         clocks = self.number(*fields["clocks_per_call"][:2]) if "clocks_per_call" in fields else Fraction(1)
-        return ComputeNode(name, blocks["block"], clocks, replace(where, field=field), blocks["block_roles"])
+        return ComputeNode(name, blocks["block"], clocks, replace(where, field=field), block_roles=blocks["block_roles"])
 
     def children(self, data: _MDict, field: str, where: Where, tag: str) -> tuple[Node, ...]:
         self.check_keys(data, ("name", "nodes"), field, tag)

@@ -29,6 +29,7 @@ from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
+from mapsearch.solve.space import SearchSpace, search_space
 from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
@@ -64,22 +65,6 @@ def _gap(value: Fraction, bound: Fraction) -> float:
 def _clamp(bound: int, floor: int | None, value: int) -> int:
     """A reported bound within ``[max(0, floor), value]``, so that a gap is at most 100 %."""
     return min(max(bound, floor or 0, 0), value)
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """The mapping space the model covers, per dimension."""
-
-    chains: tuple[tuple[str, int, int], ...]  # (dim, chains kept, chains enumerated)
-    orders_per_level: int
-    reduced: bool  # some level drew from a reduced candidate family (very large extents or deep hierarchies)
-    pinned: tuple[str, ...]  # held whole at every level (convolution filter dims)
-    families: tuple[tuple[str, str], ...] = ()  # (dim, candidate family) where reduced
-
-    @property
-    def size(self) -> int:
-        """Schedules in the family: tile chains x orders x keep choices (upper count)."""
-        return math.prod(raw for _, _, raw in self.chains) * self.orders_per_level
 
 
 @dataclass(frozen=True)
@@ -396,12 +381,3 @@ def _decision_vars(enc: Encoding) -> list:
     out += [v for v in enc.before.values() if isinstance(v, cp_model.IntVar)]
     out += [lit for lits in enc.at.values() for lit in lits.values()]
     return out
-
-
-def search_space(enc: Encoding) -> SearchSpace:
-    p = enc.problem
-    orders = math.factorial(len(p.workload.dims) - len(enc.pinned)) ** p.depth
-    keeps = 2 ** sum(1 for v in enc.kept.values() if not isinstance(v, bool))
-    return SearchSpace(tuple((d, len(c), c.raw_count) for d, c in enc.chains.items()), orders * keeps,
-                       any(c.reduced for c in enc.chains.values()), tuple(sorted(enc.pinned)),
-                       tuple((d, c.family) for d, c in enc.chains.items() if c.reduced))

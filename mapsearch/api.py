@@ -163,7 +163,8 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
           seed: int | None = None, link_energy: Mapping[str, Number] | None = None, op_energy: Number | None = None,
           dram_rows: str | None = None, max_dram_rows: int | None = None,
           dram_layouts: Mapping[str, Any] | str | Path | None = None, placement: bool | None = None,
-          options: SolveOptions | None = None, replay_mode: str | None = "count", strict: bool = True) -> SolveResult:
+          block_binding: Mapping[str, str] | str | None = None, options: SolveOptions | None = None,
+          replay_mode: str | None = "count", strict: bool = True) -> SolveResult:
     """The proven-best schedule of one einsum on an architecture, replayed in the simulator.
 
     Options not given keep their defaults (:class:`SolveOptions`; ``options``
@@ -172,7 +173,11 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     seconds (default 60) or ``work_limit`` in CP-SAT deterministic seconds;
     ``workers`` and ``seed`` for determinism; ``min_utilization``,
     ``link_energy`` (``{"L1->L0": "1/2"}``), ``op_energy``; ``dram_rows``,
-    ``max_dram_rows``, ``dram_layouts`` for a DRAM top level.
+    ``max_dram_rows``, ``dram_layouts`` for a DRAM top level;
+    ``block_binding`` (``"m=q,k=c"``) fixes roles of an op given in GEMM
+    roles to dimensions (otherwise every binding is searched and the best
+    is ``block_binding`` of the result, each one's outcome in
+    ``block_bindings``; docs/architecture.md).
 
     The result says ``status`` (``OPTIMAL``; ``OPTIMAL_IN_FAMILY`` with the
     ``family_restrictions`` it was proven over; ``FEASIBLE`` with its
@@ -187,7 +192,7 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     opts = _options(options, arch, loaded.workload, dict(
         objective=objective, time_limit=time_limit, work_limit=work_limit, min_utilization=min_utilization,
         workers=workers, seed=seed, link_energy=link_energy, op_energy=op_energy, dram_rows=dram_rows,
-        max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement))
+        max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement, block_binding=block_binding))
     # A file keeps its path: errors name it, and a tree of one path keeps its tensors rules.
     source = architecture if isinstance(architecture, (str, Path)) else arch
     return solve_checked(loaded, source, constraints, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)

@@ -32,8 +32,11 @@ def test_each_preset_loads_and_cites_its_numbers(name):
 
 def test_deep_presets():
     cpu, gpu = load_preset("cpu-core"), load_preset("gpu-sm")
-    assert cpu.level_names == ("DRAM", "L3", "L2", "L1", "registers") and dict(cpu.compute.block) == {"n": 8}
-    assert gpu.level_names == ("HBM", "L2", "SMEM", "registers") and dict(gpu.compute.block) == {"m": 16, "n": 8, "k": 16}
+    # Blocks by GEMM role, bound to each workload's dimensions by the solver (mapsearch/solve/block_roles.py).
+    assert cpu.level_names == ("DRAM", "L3", "L2", "L1", "registers") and dict(cpu.compute.block_roles) == {"n": 8}
+    assert gpu.level_names == ("HBM", "L2", "SMEM", "registers")
+    assert dict(gpu.compute.block_roles) == {"m": 16, "n": 8, "k": 16} and gpu.compute.block == ()
+    assert gpu.compute.block_macs == 2048 and cpu.compute.block_macs == 8
 
 
 def test_bad_name_is_one_line_listing_the_presets():

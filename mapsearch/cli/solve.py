@@ -53,7 +53,7 @@ from mapsearch.cli.solving import (
 )
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.report.dram_rows import dram_rows_check
-from mapsearch.report.solve_report import render_solve_text, solve_report_dict
+from mapsearch.report.solve_report import outcome_lines, render_solve_text, solve_report_dict
 
 __all__ = ["add_parser", "run"]
 
@@ -98,6 +98,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="limit each phase by CP-SAT's deterministic time instead: the same result under any load")
     solve.add_argument("--no-placement", action="store_true",
                        help="keep every buffer at its level's default position (the result names the restriction)")
+    solve.add_argument("--block-binding", metavar="ROLE=DIM,...",
+                       help="for an op given in GEMM roles (compute.block_roles): bind these roles to these dimensions, "
+                       "e.g. m=q,k=c (the other roles are searched; the result is optimal only within this binding). "
+                       "Default: every binding is searched and the best one reported")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
     solve.add_argument("-q", "--quiet", action="store_true",
@@ -155,15 +159,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def paths_lines(result: api.SolveResult, architecture: str) -> list[str]:
     """The compute paths of a tree architecture: each one's outcome, the chosen one marked."""
-    lines = [f"compute paths of {architecture}:"]
-    for o in result.paths:
-        if o.result is None:
-            lines.append(f"  {o.compute_name}: skipped ({o.skipped})")
-        else:
-            f = o.result.schedule.predicted
-            mark = "  <- chosen" if o.result.schedule is result.schedule else ""
-            lines.append(f"  {o.compute_name}: {o.result.status}, time {plain(f.time)}, words {f.words_total}{mark}")
-    return lines
+    return [f"compute paths of {architecture}:"] + outcome_lines(
+        ((o.compute_name, o.result, f"skipped ({o.skipped})") for o in result.paths), result.schedule, plain)
 
 
 # --------------------------------------------------------------------------
@@ -253,11 +250,13 @@ def _run(args: argparse.Namespace) -> None:
 
     if problem is not None:  # the peer's files as read, with the constraints they carry
         arch = problem.architecture
-        workload = problem.workload.workload if getattr(args, "dram_layouts", None) else None
+        needs_workload = getattr(args, "dram_layouts", None) or getattr(args, "block_binding", None)
+        workload = problem.workload.workload if needs_workload else None
         sources = (problem.workload, problem.architecture, problem.constraints)
     else:
         arch = api.load_architecture(args.architecture)
-        workload = api.load_workload(args.workload) if getattr(args, "dram_layouts", None) else None
+        needs_workload = getattr(args, "dram_layouts", None) or getattr(args, "block_binding", None)
+        workload = api.load_workload(args.workload) if needs_workload else None
         # The paths, not the loaded objects: errors name the file, and a tree of one path keeps its tensors rules.
         sources = (args.workload, args.architecture, getattr(args, "constraints", None) or None)
     options = options_from_args(args, arch, workload)

@@ -25,7 +25,8 @@ OBJECTIVES = ("time", "words", "energy")
 FLAGS = {"objective": "--objective", "time_limit": "--time-limit", "work_limit": "--work-limit",
          "min_utilization": "--min-utilization", "workers": "--workers", "seed": "--seed",
          "link_energy": "--link-energy", "op_energy": "--op-energy", "dram_rows": "--dram-rows",
-         "max_dram_rows": "--max-dram-rows", "dram_layouts": "--dram-layouts", "placement": "--no-placement"}
+         "max_dram_rows": "--max-dram-rows", "dram_layouts": "--dram-layouts", "placement": "--no-placement",
+         "block_binding": "--block-binding"}
 
 
 def parse_link_energy(items: list[str] | None) -> dict[str, str]:
@@ -51,6 +52,7 @@ def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None)
         dram_rows=getattr(args, "dram_rows", None), max_dram_rows=getattr(args, "max_dram_rows", None),
         dram_layouts=getattr(args, "dram_layouts", None) or None,
         placement=False if getattr(args, "no_placement", False) else None,
+        block_binding=getattr(args, "block_binding", None) or None,
         architecture=arch, workload=workload, names=FLAGS)
     if objective != "energy" and (link_energy or op_energy is not None):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)

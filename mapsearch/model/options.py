@@ -36,6 +36,9 @@ class SolveOptions:
     ``placement`` searches each buffer's position in the nest (the contract's
     buffer placement); off keeps every buffer at its level's default position
     and the result names that restriction.
+    ``block_binding`` fixes roles of a compute block given in GEMM roles to
+    dimensions, ``(("m", "q"), ("k", "c"))``; the roles not fixed are
+    searched, and the result names the restriction (mapsearch/solve/block_roles.py).
     """
 
     objective: str = "time"
@@ -50,6 +53,7 @@ class SolveOptions:
     dram_layouts: tuple[tuple[str, LayoutSpec], ...] = ()
     max_dram_rows: int | None = None
     placement: bool = True
+    block_binding: tuple[tuple[str, str], ...] = ()  # (role, dim) pairs fixed by the user; () searches every binding
 
     @property
     def models_dram_rows(self) -> bool:

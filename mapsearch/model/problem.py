@@ -58,6 +58,8 @@ class Problem:
 def check_supported(p: Problem) -> None:
     if len(p.architecture.levels) < 2:
         raise UnsupportedProblem("the architecture needs at least two levels (a top and L0)")
+    if p.architecture.compute.block_roles:  # mapsearch/solve/block_roles.py binds it first; never model it as scalar
+        raise UnsupportedProblem("the op's block is given in GEMM roles, not yet bound to the workload's dimensions")
     if p.architecture.levels[0].instances != 1 or p.architecture.levels[0].mesh:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     for t in p.workload.tensors:

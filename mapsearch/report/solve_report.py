@@ -16,7 +16,7 @@ replayed figures side by side with a check mark per row, and what binds.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mapsearch.report.energy import energy_dict, energy_lines, schedule_energy
 from mapsearch.report.json_report import _exact, _number, report_dict
@@ -83,6 +83,51 @@ def status_lines(result: Any) -> list[str]:
     lines.append(f"phases: {phases}")
     lines += [f"family restriction: {r}" for r in restrictions]
     return lines
+
+
+def block_binding_lines(result: Any) -> list[str]:
+    """For an op given in GEMM roles: the chosen binding, then each binding's outcome (mapsearch/solve/block_roles.py)."""
+    chosen = getattr(result, "block_binding", ())
+    if not chosen:
+        return []
+    block = ", ".join(f"{d}={b}" for d, b in result.schedule.architecture.compute.block)
+    outcomes = getattr(result, "block_bindings", ())
+    return [f"block binding: {', '.join(f'{r}={d}' for r, d in chosen)} (the op's block: {block}); "
+            f"best of {len(outcomes)} binding(s) of its GEMM roles:"] + outcome_lines(
+        ((o.binding.text(), o.result, o.skipped) for o in outcomes), result.schedule)
+
+
+def outcome_lines(rows: Iterable[tuple[str, Any, str | None]], chosen: Schedule,
+                  number: Callable[[Any], str] = format_exact) -> list[str]:
+    """Per ``(name, result or None, why not)``: ``  NAME: STATUS, time T, words W`` (``  <- chosen`` for the
+    result whose schedule is ``chosen``), or ``  NAME: WHY``."""
+    lines = []
+    for name, result, why in rows:
+        if result is None:
+            lines.append(f"  {name}: {why}")
+        else:
+            f = result.schedule.predicted
+            mark = "  <- chosen" if result.schedule is chosen else ""
+            lines.append(f"  {name}: {result.status}, time {number(f.time)}, words {f.words_total}{mark}")
+    return lines
+
+
+def block_binding_dict(result: Any) -> dict[str, Any]:
+    """``block_binding`` (role -> dim) and ``block_bindings`` (each binding's floor and outcome); {} without roles."""
+    chosen = getattr(result, "block_binding", ())
+    if not chosen:
+        return {}
+    rows = []
+    for o in getattr(result, "block_bindings", ()):
+        row: dict[str, Any] = {"binding": dict(o.binding.pairs), "floor": _number(o.floor)}
+        if o.result is None:
+            row["skipped"] = o.skipped
+        else:
+            f = o.result.schedule.predicted
+            row.update({"status": o.result.status, "time": _number(f.time), "words": f.words_total,
+                        "chosen": o.result.schedule is result.schedule})
+        rows.append(row)
+    return {"block_binding": dict(chosen), "block_bindings": rows}
 
 
 def _bound_text(bound: Any, proven: bool = False) -> str:
@@ -181,6 +226,7 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) ->
     lines = [problem_line(s.workload, arch)]
     lines.append(f"objective: {result.objective}" + (", then words" if result.objective == "time" else ""))
     lines += status_lines(result)
+    lines += block_binding_lines(result)
     lines += space_lines(result.space)
     lines += ["", "schedule (loops outer -> inner):"]
     lines += [f"  {l}" for l in loop_nest_lines(s)]
@@ -219,7 +265,9 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     ``predicted_equals_replayed``, ``mismatches``, ``replay_mode``,
     ``schedule`` (the schedule file's dict, predicted figures included) and
     ``spatial`` (per meshed level: axes, splits, parts, idle instances,
-    array utilization; :mod:`mapsearch.report.spatial`).
+    array utilization; :mod:`mapsearch.report.spatial`); for an op given
+    in GEMM roles, ``block_binding`` and ``block_bindings``
+    (:func:`block_binding_dict`).
     """
     s: Schedule = result.schedule
     out = report_dict(replayed.figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
@@ -256,6 +304,7 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
             "mismatches": [{"field": f, "predicted": _plain(a), "replayed": _plain(b)} for f, a, b in mismatches],
             "schedule": schedule_to_dict(s),
             "spatial": spatial_dict(s, replayed.figures),
+            **block_binding_dict(result),
         }
     )
     energy = schedule_energy(s, replayed.figures)

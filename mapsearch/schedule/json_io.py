@@ -235,6 +235,9 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
     assert isinstance(data, Mapping)
     workload = _workload(data["workload"], source, "workload")
     architecture = _architecture(data["architecture"], source, "architecture")
+    if architecture.compute.block_roles:  # the replay counts calls from a block by dimension only
+        raise _note(source, "architecture.compute.block_roles", "a schedule's op is bound to dimensions: give "
+                    "compute.block (the solver writes the binding it chose there)")
     levels = tuple(
         LevelMapping(
             level=raw["name"],

@@ -39,6 +39,7 @@ from mapsearch.solve.run import SolveResult, solve as solve_problem
 from mapsearch.solve.tree import path_rules, solve_tree
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, as_fraction
+from mapsearch.spec.block_roles import fixed_bindings, parse_binding
 from mapsearch.spec.constraints import Constraints, check_constraints
 from mapsearch.spec.inputs import (
     ArchitectureSource,
@@ -92,6 +93,7 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
                   link_energy: Mapping[str, Number] | None = None, op_energy: Number | None = None,
                   dram_rows: str | None = None, max_dram_rows: int | None = None,
                   dram_layouts: Mapping[str, Any] | str | Path | None = None, placement: bool | None = None,
+                  block_binding: Mapping[str, str] | str | None = None,
                   architecture: Architecture | Tree | None = None, workload: Workload | None = None,
                   base: SolveOptions | None = None, names: Mapping[str, str] | None = None) -> SolveOptions:
     """``base`` (default :class:`SolveOptions()`) with every value given here, each checked.
@@ -100,7 +102,10 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
     ``dram_layouts`` is a ``{tensor: layout}`` mapping as in a trace options
     file's ``layouts:`` (or the path of such a file), read against
     ``workload``; fixing layouts turns the DRAM row model on (``tiebreak``)
-    unless ``dram_rows`` says otherwise. A bad value is a
+    unless ``dram_rows`` says otherwise. ``block_binding`` fixes roles of an
+    op given in GEMM roles, ``"m=q,k=c"`` or ``{"m": "q", "k": "c"}``
+    (checked against ``architecture`` and ``workload`` when both are given;
+    the result names the restriction). A bad value is a
     :class:`~mapsearch.errors.UsageError` naming the parameter, or
     ``names[parameter]`` (the CLI passes its flags).
     """
@@ -158,10 +163,26 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
         given["max_dram_rows"] = int(max_dram_rows)
     if placement is not None:
         given["placement"] = bool(placement)
+    if block_binding is not None:
+        given["block_binding"] = _block_binding(block_binding, architecture, workload, name("block_binding"))
     options = replace(base or SolveOptions(), **given)
     if dram_layouts is not None:
         options = _with_dram_layouts(options, dram_layouts, workload, name("dram_layouts"))
     return options
+
+
+def _block_binding(value: Mapping[str, str] | str, architecture: Architecture | Tree | None, workload: Workload | None,
+                   option: str) -> tuple[tuple[str, str], ...]:
+    """``(role, dim)`` pairs; checked against the op and the einsum when both are known (else at the solve)."""
+    try:
+        pairs = parse_binding(value)
+    except ValueError as e:
+        raise UsageError(option, str(e).split(" (got ")[0], value) from None
+    if isinstance(architecture, Architecture) and workload is not None:
+        _, why = fixed_bindings(workload.einsum, architecture.compute, pairs)
+        if why is not None:
+            raise UsageError(option, *why)
+    return pairs
 
 
 def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str | Path, workload: Workload | None,
@@ -228,7 +249,7 @@ def solve_inputs(workload: WorkloadSource, architecture: ArchitectureSource, con
         raise UsageError("architecture", "one compute path (solve takes a tree with several)", arch.name)
     all_homes = {**loaded.homes, **dict(homes or {})}
     check_homes(all_homes, w, arch, loaded.source)
-    check_problem(w.extents, w.tensor_names, arch, loaded.source, _source_name(architecture, arch.name))
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, _source_name(architecture, arch.name), (w.einsum,))
     c = constraints_of(constraints)
     if constraints is not None:
         check_constraints(c, w, arch, _source_name(constraints, "constraints"))
@@ -252,7 +273,7 @@ def _solve_one_path(tree: Tree, workload: WorkloadSource, architecture: Architec
     arch = replace(path_architecture(path, w), name=tree.name)  # unknown names: a TreeError
     all_homes = {**loaded.homes, **dict(homes or {})}
     check_homes(all_homes, w, arch, loaded.source)
-    check_problem(w.extents, w.tensor_names, arch, loaded.source, str(architecture))
+    check_problem(w.extents, w.tensor_names, arch, loaded.source, str(architecture), (w.einsum,))
     merged = path_rules(path, arch, w, all_homes, constraints_of(constraints))
     return solve_problem(Problem(w, arch, tuple(all_homes.items())), merged, options)
 
@@ -319,6 +340,9 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
             raise SpecError(loaded.source, f"homes.{t}", "", detail=f"unknown level {level!r}; {arch.name} "
                             f"has {', '.join(arch.level_names)}")
     tensors = dict.fromkeys(t.name for e in graph.einsums for t in e.tensors)
+    if arch.compute.block_roles:  # fused stages model every einsum with one op; binding per einsum is not built
+        raise SpecError(_source_name(architecture, arch.name), "compute.block_roles", "", detail="a chain of einsums "
+                        "needs the op's block by dimension (compute.block); GEMM roles are bound for one einsum at a time")
     check_problem(graph.extents, tensors, arch, loaded.source, _source_name(architecture, arch.name))
     options = options or SolveOptions()
     if loaded.teaal is not None:

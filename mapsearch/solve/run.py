@@ -29,6 +29,7 @@ from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
+from mapsearch.solve.space import SearchSpace, search_space
 from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
@@ -67,22 +68,6 @@ def _clamp(bound: int, floor: int | None, value: int) -> int:
 
 
 @dataclass(frozen=True)
-class SearchSpace:
-    """The mapping space the model covers, per dimension."""
-
-    chains: tuple[tuple[str, int, int], ...]  # (dim, chains kept, chains enumerated)
-    orders_per_level: int
-    reduced: bool  # some level drew from a reduced candidate family (very large extents or deep hierarchies)
-    pinned: tuple[str, ...]  # held whole at every level (convolution filter dims)
-    families: tuple[tuple[str, str], ...] = ()  # (dim, candidate family) where reduced
-
-    @property
-    def size(self) -> int:
-        """Schedules in the family: tile chains x orders x keep choices (upper count)."""
-        return math.prod(raw for _, _, raw in self.chains) * self.orders_per_level
-
-
-@dataclass(frozen=True)
 class SolveResult:
     schedule: Schedule
     status: str  # OPTIMAL (over the contract's whole family), OPTIMAL_IN_FAMILY (over a restricted one) or FEASIBLE
@@ -98,6 +83,10 @@ class SolveResult:
     mismatches: tuple[tuple[str, object, object], ...] = ()
     paths: tuple[Any, ...] = ()
     interrupted: bool = False  # Ctrl-C stopped the search: the best schedule so far, phases not run kept as found
+    # An op given in GEMM roles (mapsearch/solve/block_roles.py): the chosen (role, dim) pairs, and every
+    # binding's outcome (block_roles.BindingOutcome). Empty for an op given by dimension.
+    block_binding: tuple[tuple[str, str], ...] = ()
+    block_bindings: tuple[Any, ...] = ()
 
     @property
     def figures(self) -> Figures:
@@ -206,6 +195,11 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     schedule already reaches a proven lower bound (the time can never be
     below the fewest op calls' compute time), the full phase is skipped.
     """
+    if problem.architecture.compute.block_roles or options.block_binding:
+        # An op given in GEMM roles: every binding, each solved here (imported here: that module uses this one).
+        from mapsearch.solve.block_roles import solve_bindings
+
+        return solve_bindings(problem, constraints, options, solve)
     start = time.perf_counter()
     with budget.within(budget.Budget(options.time_limit, parent=budget.current())):
         try:
@@ -416,12 +410,3 @@ def _decision_vars(enc: Encoding) -> list:
     out += [v for v in enc.before.values() if isinstance(v, cp_model.IntVar)]
     out += [lit for lits in enc.at.values() for lit in lits.values()]
     return out
-
-
-def search_space(enc: Encoding) -> SearchSpace:
-    p = enc.problem
-    orders = math.factorial(len(p.workload.dims) - len(enc.pinned)) ** p.depth
-    keeps = 2 ** sum(1 for v in enc.kept.values() if not isinstance(v, bool))
-    return SearchSpace(tuple((d, len(c), c.raw_count) for d, c in enc.chains.items()), orders * keeps,
-                       any(c.reduced for c in enc.chains.values()), tuple(sorted(enc.pinned)),
-                       tuple((d, c.family) for d, c in enc.chains.items() if c.reduced))

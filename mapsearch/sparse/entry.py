@@ -13,9 +13,10 @@ gives expectations and the replay one draw.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Mapping, Union
 
-from mapsearch.errors import ReplayMismatch, UsageError
+from mapsearch.errors import ReplayMismatch, SpecError, UsageError
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
@@ -66,6 +67,10 @@ def solve_sparse(workload: WorkloadSource, architecture: ArchitectureSource,
     :class:`~mapsearch.errors.ReplayMismatch`.
     """
     w, arch, all_homes, c = solve_inputs(workload, architecture, constraints, homes)
+    if arch.compute.block_roles:  # the search over bindings (solve/block_roles.py) runs the dense solver only
+        raise SpecError(str(architecture) if isinstance(architecture, (str, Path)) else arch.name, "compute.block_roles",
+                        "", detail="the sparse solve needs the op's block by dimension (compute.block); GEMM roles "
+                        "are bound by the dense solve only")
     dens = densities_of(densities, w)
     fmts = formats_of(formats, w)
     out = w.einsum.output.name

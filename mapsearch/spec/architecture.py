@@ -110,17 +110,23 @@ class Compute:
     """The op under L0: covers a block of ``block[d]`` per dimension, costs ``clocks_per_call``.
 
     A scalar MAC has every block extent 1 (dimensions not named are 1).
+    ``block_roles`` gives the block by GEMM role instead (``m``, ``n``,
+    ``k``; :mod:`mapsearch.spec.block_roles`): such an op is not yet bound
+    to the workload's dimensions, and the solver binds it
+    (:mod:`mapsearch.solve.block_roles`) before anything is modelled or
+    replayed. ``block`` and ``block_roles`` are never both given.
     """
 
     block: tuple[tuple[str, int], ...] = ()
     clocks_per_call: Fraction = Fraction(1)
+    block_roles: tuple[tuple[str, int], ...] = ()
 
     def block_extent(self, dim: str) -> int:
         return dict(self.block).get(dim, 1)
 
     @property
     def block_macs(self) -> int:
-        return math.prod(b for _, b in self.block)
+        return math.prod(b for _, b in self.block + self.block_roles)
 
 
 @dataclass(frozen=True)

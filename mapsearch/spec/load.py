@@ -32,6 +32,8 @@ from mapsearch.errors import SpecError
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.energy import energy_from_dict, energy_to_dict
+from mapsearch.spec.block_roles import ROLES, bindable_blocks
+from mapsearch.spec.einsum import Einsum
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import (
     _error,
@@ -152,14 +154,18 @@ def _architecture(data: Mapping[str, Any], source: str, prefix: str) -> Architec
         instances, mesh = _mesh(raw, i, source, f)
         levels.append(Level(name, capacity, link, instances, mesh))
     compute_raw = data.get("compute") or {}
-    block = tuple((d, int(b)) for d, b in (compute_raw.get("block") or {}).items())
-    for d, b in block:
-        _guard(limits.extent_error(b), source, f("compute", "block", d))
+    block, roles = (tuple((d, int(b)) for d, b in (compute_raw.get(key) or {}).items()) for key in ("block", "block_roles"))
+    for key, pairs in (("block", block), ("block_roles", roles)):
+        for d, b in pairs:
+            _guard(limits.extent_error(b), source, f("compute", key, d))
+    if block and roles:
+        raise _note(source, f("compute", "block_roles"), "give the block either by dimension (block) or by GEMM role "
+                    "(block_roles), not both")
     clocks = _rate(compute_raw.get("clocks_per_call", 1), source, f("compute", "clocks_per_call"))
     from mapsearch.dram.spec import dram_from_dict  # the DRAM entry's own reader (docs/dram.md)
 
     energy = energy_from_dict(data.get("energy"), source, f("energy"), tuple(lv.name for lv in levels))
-    return Architecture(data["name"], tuple(levels), Compute(block, clocks), bool(data.get("double_buffering", False)),
+    return Architecture(data["name"], tuple(levels), Compute(block, clocks, roles), bool(data.get("double_buffering", False)),
                         dram_from_dict(data.get("dram"), source, f("dram")), energy)
 
 
@@ -227,20 +233,25 @@ def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Arch
 
 
 def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
-                  architecture_source: str) -> None:
+                  architecture_source: str, einsums: Iterable[Einsum] = ()) -> None:
     """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
 
-    The compute block may name only the workload's dimensions, a mesh
-    axis's ``may_reuse`` only its tensors (or the roles); the largest
-    figure must fit the solver's integers (:func:`limits.problem_error`).
+    The compute block may name only the workload's dimensions, a block in
+    GEMM roles must find a dimension for each role in each of ``einsums``
+    (:mod:`mapsearch.spec.block_roles`), a mesh axis's ``may_reuse`` names
+    only its tensors (or the roles); the largest figure must fit the
+    solver's integers (:func:`limits.problem_error`).
     """
     extents = tuple(extents)
     tensors = tuple(tensors)
     dims = [d for d, _ in extents]
     for d, _ in architecture.compute.block:
         if d not in dims:
+            hint = ("; to bind the block to the workload's dimensions by GEMM role, give it as compute.block_roles"
+                    if d in ROLES else "")
             raise _note(architecture_source, join_path(["compute", "block", d]),
-                        f"unknown dimension; the workload {source} uses {', '.join(dims)}")
+                        f"unknown dimension; the workload {source} uses {', '.join(dims)}{hint}")
+    blocks = bindable_blocks(architecture.compute, tuple(einsums), source, architecture_source)
     for i, lv in enumerate(architecture.levels):
         for j, axis in enumerate(lv.mesh):
             for k, name in enumerate(axis.may_reuse):
@@ -251,13 +262,13 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
     numbers += [x for lv in architecture.levels if lv.link is not None
                 for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
     instances = math.prod(lv.instances for lv in architecture.levels)
-    block = dict(architecture.compute.block)
-    problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
-    if problem is None:
-        return
-    if limits.problem_error(extents, block, len(tensors), 1, ()) is not None:  # the extents alone are too big
-        raise _note(source, "extents", f"{problem} (on {architecture_source})")
-    raise _note(architecture_source, "", f"with {source}: {problem}")
+    for block in blocks:
+        problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
+        if problem is None:
+            continue
+        if limits.problem_error(extents, block, len(tensors), 1, ()) is not None:  # the extents alone are too big
+            raise _note(source, "extents", f"{problem} (on {architecture_source})")
+        raise _note(architecture_source, "", f"with {source}: {problem}")
 
 
 _REUSE_ROLES = ("input", "output", "all", "none")
@@ -287,7 +298,8 @@ def load_problem(workload_path: str | Path, architecture_path: str | Path) -> tu
     workload, homes = _workload_and_homes(read_yaml(workload_path), str(workload_path))
     architecture, _ = resolve_architecture(architecture_path)
     check_homes(homes, workload, architecture, str(workload_path))
-    check_problem(workload.extents, workload.tensor_names, architecture, str(workload_path), str(architecture_path))
+    check_problem(workload.extents, workload.tensor_names, architecture, str(workload_path), str(architecture_path),
+                  (workload.einsum,))
     return workload, architecture, homes
 
 
@@ -373,7 +385,8 @@ def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
         "name": architecture.name,
         "levels": levels,
         "compute": {
-            "block": dict(architecture.compute.block),
+            **({"block_roles": dict(architecture.compute.block_roles)} if architecture.compute.block_roles
+               else {"block": dict(architecture.compute.block)}),
             "clocks_per_call": fraction_to_json(architecture.compute.clocks_per_call),
         },
         "double_buffering": architecture.double_buffering,

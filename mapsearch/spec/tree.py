@@ -58,7 +58,7 @@ from mapsearch.spec.tree_nodes import (
     Tree,
 )
 from mapsearch.spec.tree_paths import flatten
-from mapsearch.spec.tree_yaml import TAGS, TreeError, Where, _MDict, _MList, _parse_yaml, _Tagged
+from mapsearch.spec.tree_yaml import TAGS, TreeError, Where, _MDict, _MList, _parse_yaml, _Tagged, is_tree_file
 
 __all__ = ["load_tree", "parse_tree", "tree_from_text", "is_tree_file"]
 
@@ -295,27 +295,33 @@ class _Builder:
             raise TreeError(self.key_at(data, "spatial", _join(field, "spatial")),
                             "a !Compute has no spatial fanout; put the fanout on the !Memory above it "
                             "(each of its instances has its own compute)")
-        self.check_keys(data, ("name", "attributes", "block", "clocks_per_call"), field, "!Compute")
+        self.check_keys(data, ("name", "attributes", "block", "block_roles", "clocks_per_call"), field, "!Compute")
         name = self.name(data, field, "!Compute", where)
-        fields = self.attributes(data, field, ("block", "clocks_per_call"))
-        block: tuple[tuple[str, int], ...] = ()
-        if "block" in fields:
-            value, at, holder, key = fields["block"]
+        fields = self.attributes(data, field, ("block", "block_roles", "clocks_per_call"))
+        blocks: dict[str, tuple[tuple[str, int], ...]] = {"block": (), "block_roles": ()}
+        for kind, keys, what in (("block", _DIM, "a dimension name (letters, digits, _)"),
+                                 ("block_roles", re.compile(r"^[mnk]$"), "a GEMM role: m, n or k")):
+            if kind not in fields:
+                continue
+            value, at, holder, key = fields[kind]
             if value is None:
                 value = _MDict()
                 value.value_nodes, value.key_nodes = {}, {}
-            blk = self.mapping(value, at, "a mapping from dimension name to int >= 1")
+            blk = self.mapping(value, at, f"a mapping from {what.split(' (')[0]} to int >= 1")
             pairs = []
             for d, b in blk.items():
-                if not isinstance(d, str) or not _DIM.match(d):
-                    raise TreeError(at, f"expected a dimension name (letters, digits, _), got {_short(d)}")
+                if not isinstance(d, str) or not keys.match(d):
+                    raise TreeError(at, f"expected {what}, got {_short(d)}")
                 if isinstance(b, bool) or not isinstance(b, int) or b < 1:
                     raise TreeError(self.value_at(blk, d, _join(at.field, d)), f"expected int >= 1, got {_short(b)}")
                 _guard(limits.extent_error(b), self.value_at(blk, d, _join(at.field, d)))
                 pairs.append((d, b))
-            block = tuple(pairs)
+            blocks[kind] = tuple(pairs)
+        if blocks["block"] and blocks["block_roles"]:
+            raise TreeError(fields["block_roles"][1], "give the block either by dimension (block) or by GEMM role "
+                            "(block_roles), not both")
         clocks = self.number(*fields["clocks_per_call"][:2]) if "clocks_per_call" in fields else Fraction(1)
-        return ComputeNode(name, block, clocks, replace(where, field=field))
+        return ComputeNode(name, blocks["block"], clocks, replace(where, field=field), block_roles=blocks["block_roles"])
 
     def children(self, data: _MDict, field: str, where: Where, tag: str) -> tuple[Node, ...]:
         self.check_keys(data, ("name", "nodes"), field, tag)
@@ -389,14 +395,3 @@ def load_tree(path: str | Path) -> Tree:
     """Read a tree architecture file; any problem is one :class:`TreeError` line with FILE:LINE:COLUMN."""
     return tree_from_text(read_text(path), str(path))
 
-
-_TREE_MARKERS = re.compile(r"(^arch\s*:)|(!(Memory|ProcessingStage|Compute|Parallel|Hierarchical)\b)", re.MULTILINE)
-
-
-def is_tree_file(path: str | Path) -> bool:
-    """True when the file looks like a tree (a top-level ``arch:`` key or one of the tags); never raises."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return _TREE_MARKERS.search(text) is not None

@@ -81,6 +81,7 @@ class ComputeNode:
     clocks_per_call: Fraction
     where: Where
     energy: tuple[Fraction, Fraction] | None = None  # (per MAC, leakage per clock per instance)
+    block_roles: tuple[tuple[str, int], ...] = ()  # the block by GEMM role instead (mapsearch/spec/block_roles.py)
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
     energy = None
     if compute.energy is not None and all(n.energy is not None for n in memories):  # a model only when complete
         energy = EnergyModel(tuple(n.energy for n in memories), compute.energy[0], compute.energy[1], tree.energy_unit)
-    arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call),
+    arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call, compute.block_roles),
                         tree.double_buffering, energy=energy)
     return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where)
 

@@ -9,7 +9,9 @@ one :class:`TreeError` line that starts with ``FILE:LINE:COLUMN``.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -18,7 +20,7 @@ from mapsearch.errors import SpecError
 from mapsearch.spec import limits
 from mapsearch.spec.reading import construct_int
 
-__all__ = ["TAGS", "Where", "TreeError"]
+__all__ = ["TAGS", "Where", "TreeError", "is_tree_file"]
 
 TAGS = ("!Memory", "!ProcessingStage", "!Compute", "!Parallel", "!Hierarchical")
 
@@ -160,3 +162,15 @@ def _parse_yaml(text: str, source: str) -> Any:
     if deep is not None:
         raise TreeError(Where(source, 1, 1), deep)
     return data
+
+
+_TREE_MARKERS = re.compile(r"(^arch\s*:)|(!(Memory|ProcessingStage|Compute|Parallel|Hierarchical)\b)", re.MULTILINE)
+
+
+def is_tree_file(path: str | Path) -> bool:
+    """True when the file looks like a tree (a top-level ``arch:`` key or one of the tags); never raises."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _TREE_MARKERS.search(text) is not None

@@ -351,7 +351,7 @@ def _check(w: dict, a: dict, craw: dict | None, cname: str, point, source: str) 
         workload = workload_from_dict(w, f"{w['name']}")
         arch = architecture_from_dict(a, f"{a['name']}")
         check_homes(w.get("homes") or {}, workload, arch, w["name"])
-        check_problem(workload.extents, workload.tensor_names, arch, w["name"], a["name"])
+        check_problem(workload.extents, workload.tensor_names, arch, w["name"], a["name"], (workload.einsum,))
         if craw is not None:
             check_constraints(constraints_from_dict(craw, cname), workload, arch, cname)
     except SpecError as e:

@@ -9,6 +9,9 @@ names each restriction that applied to *this* problem, the status becomes
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
 from mapsearch.model.spatial_chains import ALL_PARTS
@@ -41,6 +44,22 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")
     return tuple(out)
+
+
+def meets_contract_floors(enc: Encoding, optima: list[tuple[str, Fraction]]) -> bool:
+    """Every phase's proven optimum ``(name, value)`` equals a floor valid for every schedule of the contract.
+
+    Then no schedule outside the searched family is better, lexicographically:
+    the time is the least any schedule has, and the words are the least any
+    schedule has (at any time, so also at that one). Only the plain time,
+    words objectives; a fused group's floors are not claimed
+    (docs/solver.md, "The family covered").
+    """
+    if [name for name, _ in optima] not in (["time", "words"], ["words"]) or enc.rows is not None:
+        return False
+    time_floor, words_floor = contract_floors(enc.problem, enc.scale)
+    floors = {"time": Fraction(time_floor, enc.scale), "words": Fraction(words_floor)}
+    return all(value == floors[name] for name, value in optima)
 
 
 def proven_status(all_phases_optimal: bool, restrictions: tuple[str, ...]) -> str:

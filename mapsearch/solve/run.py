@@ -23,7 +23,7 @@ from mapsearch.errors import InfeasibleError, Interrupted, NoScheduleInFamily, S
 from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
-from mapsearch.model.family import family_restrictions, proven_status
+from mapsearch.model.family import family_restrictions, meets_contract_floors, proven_status
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
@@ -223,30 +223,13 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
         on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions),
     )
     proven = all(p.status == "OPTIMAL" for p in phases)
-    if proven and restrictions and meets_contract_floors(enc, phases):
+    if proven and restrictions and meets_contract_floors(enc, [(p.name, p.value) for p in phases]):
         log.info("the optimum in the restricted family (%s) meets the contract's floors: optimal over the whole "
                     "family", "; ".join(restrictions))
         restrictions = ()
     status = proven_status(proven, restrictions)
     return SolveResult(schedule, status, options.objective, tuple(phases), time.perf_counter() - start,
                        binding_report(schedule), search_space(enc), restrictions, interrupted=budget.stopped())
-
-
-def meets_contract_floors(enc: Encoding, phases: list[Phase]) -> bool:
-    """Every phase's proven optimum equals a floor valid for every schedule of the contract (model/bounds.py).
-
-    Then no schedule outside the searched family is better, lexicographically:
-    the time is the least any schedule has, and the words are the least any
-    schedule has (at any time, so also at that one). Only the plain time,
-    words objectives; a fused group's floors are not claimed.
-    """
-    from mapsearch.model.bounds import contract_floors
-
-    if [p.name for p in phases] not in (["time", "words"], ["words"]) or enc.rows is not None:
-        return False
-    time_floor, words_floor = contract_floors(enc.problem, enc.scale)
-    floors = {"time": Fraction(time_floor, enc.scale), "words": Fraction(words_floor)}
-    return all(p.value == floors[p.name] for p in phases)
 
 
 def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:

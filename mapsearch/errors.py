@@ -45,8 +45,11 @@ class SpecError(MapsearchError):
         if detail is not None:
             message = f"{where}: {detail}"
         else:
-            message = f"{where}: expected {expected}, got {short_repr(got)}"
+            message = f"{where}: expected {expected}, got {short_repr(got, GOT_LIMIT)}"
         super().__init__(message)
+
+
+GOT_LIMIT = 300  # characters of a bad value in a message: a whole random document is not one readable line
 
 
 class UsageError(MapsearchError):

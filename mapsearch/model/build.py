@@ -28,7 +28,7 @@ from mapsearch.model.residency import add_link_times, add_link_words, add_reside
 from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
-from mapsearch.model.windows import Window, prune_window_chains, split_windows
+from mapsearch.model.windows import Window, held_whole_restriction, prune_window_chains, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.model.options import SolveOptions
@@ -44,19 +44,21 @@ def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], b
 def dimension_chains(p: Problem, constraints: Constraints,
                      unit_dims: frozenset[str] = frozenset(),
                      extra_footprints: Mapping[str, tuple] | None = None,
-                     windows: tuple[Window, ...] | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
+                     windows: tuple[Window, ...] | None = None,
+                     held_whole: str | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
     """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
     and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver).
 
     ``windows``: the split filter windows (model/windows.py; default: those
     this problem splits). Their dimensions' chains carry the extent and the
-    one-per-piece footprints and their coincidence types. The active budget
+    one-per-piece footprints and their coincidence types; ``held_whole``:
+    why the others are held whole (split_windows' reason). The active budget
     (:mod:`mapsearch.budget`) is checked per dimension: building counts
     against the solve's time limit.
     """
     w, arch = p.workload, p.architecture
     if windows is None:
-        windows, _, _ = split_windows(p, unit_dims, extra_footprints)
+        windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
     pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
     in_window = {(win.tensor, d) for win in windows for d in win.dims}
     J = p.depth
@@ -77,7 +79,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
             for j in range(1, p.fusion_level + 1):
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
         if d in pinned:
-            _check_held_whole_limits(d, extent, bounds, arch)
+            _check_held_whole_limits(d, extent, bounds, arch, held_whole)
         else:
             lo, hi = bounds[J - 1]
             bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, pinned, windows)))
@@ -98,11 +100,11 @@ def dimension_chains(p: Problem, constraints: Constraints,
     return out, pinned
 
 
-def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]], arch) -> None:
+def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]], arch, why: str | None) -> None:
     """A dimension held whole has its extent at every level: user tile limits that exclude it cannot be met.
 
     Extent-1 dimensions have no other tile, so that is a real conflict. A
-    window dimension held whole (an axis over three or more dimensions) is
+    window dimension held whole (``why``: split_windows' reason) is
     a restriction of the searched family, so the error says so rather than
     "infeasible" (a split tile might meet the limit). Silently replacing the
     user's limit by the whole extent would report a schedule the user ruled out.
@@ -114,8 +116,7 @@ def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]],
                 f"at which {d} is held")
         if extent == 1:
             raise InfeasibleError(what, ("user tile limits",))
-        restriction = (f"filter windows held whole: {d} (an axis over three or more dimensions: such an axis "
-                       "is split only along its largest dimension)")
+        restriction = held_whole_restriction([d], why)
         raise NoScheduleInFamily(f"no schedule in the searched family: {what} whole; the family was restricted "
                                  f"({restriction}), so a legal schedule outside it may exist",
                                  ("user tile limits",), (restriction,))
@@ -208,7 +209,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     """
     check_supported(p)
     windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
-    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows)
+    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows, held_whole)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p), windows=windows)
     if held_whole:

@@ -15,7 +15,7 @@ from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
 from mapsearch.model.spatial_chains import ALL_PARTS
-from mapsearch.model.windows import spatial_restriction
+from mapsearch.model.windows import held_whole_restriction, spatial_restriction
 
 
 
@@ -26,9 +26,7 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     out: list[str] = []
     held = sorted(d for d in enc.pinned if w.extent[d] > 1)
     if held:
-        why = enc.cache.get("windows_off") or "an axis over three or more dimensions"
-        out.append(f"filter windows held whole: {', '.join(held)} ({why}: such an axis is split only along its "
-                   "largest dimension)")
+        out.append(held_whole_restriction(held, enc.cache.get("windows_off")))
     reduced = [(d, c.family) for d, c in enc.chains.items() if c.reduced]
     if reduced:
         out.append("reduced tile candidates: " + "; ".join(f"{d} {family}" for d, family in reduced))

@@ -79,6 +79,12 @@ def find_windows(w: Workload) -> tuple[Window, ...]:
     return tuple(out)
 
 
+def held_whole_restriction(dims, why: str | None) -> str:
+    """The family restriction of windows whose smaller dimensions ``dims`` are held whole (``why``: split_windows')."""
+    why = why or "an axis over three or more dimensions"
+    return f"filter windows held whole: {', '.join(dims)} ({why}: such an axis is split only along its largest dimension)"
+
+
 def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tuple[tuple[Window, ...], frozenset[str], str | None]:
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 

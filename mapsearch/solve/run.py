@@ -276,6 +276,8 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                 _hint(model, hint_vars, hint[1])
             solver = _solver(options, options.time_limit - (time.perf_counter() - start))
             status = _STATUS[search(solver, model, name, objectives)]
+            if hint is not None and _worse_than_hint(status, solver, hint[0]):
+                status, solver = _keep_hint(solver, hint, known)
             if status == "INFEASIBLE":
                 raise on_infeasible() if on_infeasible else InfeasibleError("infeasible")
             if status not in ("OPTIMAL", "FEASIBLE"):
@@ -293,7 +295,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
                     raise Interrupted(f"interrupted before any schedule was found ({name} phase)")
                 raise SolverTimeout(_no_schedule(options, solver, name, scale))
             value = int(round(solver.objective_value))
-            bound = _clamp(int(math.ceil(solver.best_objective_bound - 1e-9)), known, value)
+            bound = _clamp(_bound_of(solver, status, value), known, value)
         phases.append(Phase(name, status, Fraction(value, scale), Fraction(bound, scale), time.perf_counter() - t0,
                             start_value, start_bound))
         log.info("phase %s ends: %s in %.3fs, value %s, bound %s, gap %.1f%%", name, status, phases[-1].seconds,
@@ -307,6 +309,46 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
             model.add(expr <= value)  # keep this phase's optimum (or best found)
             _hint(model, hint_vars, solver)
     return phases, schedule
+
+
+class _HintKept:
+    """The coarse search's schedule kept as a phase's result: its solver for values, the full search's bound."""
+
+    def __init__(self, coarse: cp_model.CpSolver, value: int, bound: float):
+        self.coarse, self.objective_value, self.best_objective_bound = coarse, value, bound
+
+    def value(self, expr):
+        return self.coarse.value(expr)
+
+    def boolean_value(self, lit):
+        return self.coarse.boolean_value(lit)
+
+
+def _worse_than_hint(status: str, solver: cp_model.CpSolver, hinted: int) -> bool:
+    """The full search ended short of a proof with no schedule, or a worse one than the coarse search's.
+
+    CP-SAT may drop a hint it cannot complete in time (measured on
+    ``tpu-v4i-like``: a time phase hinted at 4,325 clocks ended at 201,336).
+    The coarse schedule is a schedule of the full model (the coarse model
+    only adds restrictions), so the phase keeps it.
+    """
+    if status in ("OPTIMAL", "INFEASIBLE"):
+        return False
+    return status != "FEASIBLE" or int(round(solver.objective_value)) > hinted
+
+
+def _keep_hint(solver: cp_model.CpSolver, hint, known: int | None):
+    """``("FEASIBLE", solver-like)`` holding the coarse schedule and the full search's bound (still valid)."""
+    raw = solver.best_objective_bound
+    bound = raw if math.isfinite(raw) else float(known or 0)
+    return "FEASIBLE", _HintKept(hint[1], hint[0], bound)
+
+
+def _bound_of(solver, status: str, value: int) -> int:
+    """The phase's proven bound: its value when OPTIMAL, else the solver's best bound (rounded up)."""
+    if status == "OPTIMAL":
+        return value
+    return int(math.ceil(solver.best_objective_bound - 1e-9))
 
 
 def _not_run(objectives, solver: cp_model.CpSolver, floor) -> list[Phase]:

@@ -163,8 +163,8 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
           seed: int | None = None, link_energy: Mapping[str, Number] | None = None, op_energy: Number | None = None,
           dram_rows: str | None = None, max_dram_rows: int | None = None,
           dram_layouts: Mapping[str, Any] | str | Path | None = None, placement: bool | None = None,
-          block_binding: Mapping[str, str] | str | None = None, options: SolveOptions | None = None,
-          replay_mode: str | None = "count", strict: bool = True) -> SolveResult:
+          block_binding: Mapping[str, str] | str | None = None, start: Schedule | str | Path | None = None,
+          options: SolveOptions | None = None, replay_mode: str | None = "count", strict: bool = True) -> SolveResult:
     """The proven-best schedule of one einsum on an architecture, replayed in the simulator.
 
     Options not given keep their defaults (:class:`SolveOptions`; ``options``
@@ -177,7 +177,9 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     ``block_binding`` (``"m=q,k=c"``) fixes roles of an op given in GEMM
     roles to dimensions (otherwise every binding is searched and the best
     is ``block_binding`` of the result, each one's outcome in
-    ``block_bindings``; docs/architecture.md).
+    ``block_bindings``; docs/architecture.md). ``start`` (a schedule or a
+    schedule file) is a warm start: it hints the search where the model has
+    it and never changes the optimum (docs/solver.md, "Warm starts").
 
     The result says ``status`` (``OPTIMAL``; ``OPTIMAL_IN_FAMILY`` with the
     ``family_restrictions`` it was proven over; ``FEASIBLE`` with its
@@ -192,7 +194,8 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
     opts = _options(options, arch, loaded.workload, dict(
         objective=objective, time_limit=time_limit, work_limit=work_limit, min_utilization=min_utilization,
         workers=workers, seed=seed, link_energy=link_energy, op_energy=op_energy, dram_rows=dram_rows,
-        max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement, block_binding=block_binding))
+        max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement, block_binding=block_binding,
+        start=start))
     # A file keeps its path: errors name it, and a tree of one path keeps its tensors rules.
     source = architecture if isinstance(architecture, (str, Path)) else arch
     return solve_checked(loaded, source, constraints, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)

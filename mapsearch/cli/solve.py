@@ -102,6 +102,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="for an op given in GEMM roles (compute.block_roles): bind these roles to these dimensions, "
                        "e.g. m=q,k=c (the other roles are searched; the result is optimal only within this binding). "
                        "Default: every binding is searched and the best one reported")
+    solve.add_argument("--start", metavar="SCHEDULE.json",
+                       help="warm start: a schedule file (as written by -o, e.g. a neighbour's: the same workload on a "
+                       "slightly different architecture) that hints the search; it never changes the optimum, and a "
+                       "schedule that is not one of this problem's is ignored (--debug says why)")
     solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
     solve.add_argument("-q", "--quiet", action="store_true",
@@ -228,15 +232,25 @@ def _peer_problem(args: argparse.Namespace) -> api.LoadedProblem | None:
     return problem
 
 
+def _no_start(args: argparse.Namespace, what: str) -> None:
+    """``--start`` hints the dense solve of one einsum; elsewhere it is dropped with a warning."""
+    if getattr(args, "start", None):
+        print(f"mapsearch: warning: --start only applies to the dense solve of one einsum, not to {what}; ignored",
+              file=sys.stderr)
+        args.start = None
+
+
 def _run(args: argparse.Namespace) -> None:
     problem = _peer_problem(args)
     if problem is not None and problem.is_chain:
+        _no_start(args, "a chain")
         return solve_chain.run(args, problem)
     flags = solve_sparse.sparse_flags(args)
     if problem is None and api.is_chain_file(args.workload):  # a chain or a TeAAL file
         if flags:
             raise MapsearchError(f"{'/'.join(flags)}: the sparse solve takes a single-einsum workload; "
                                  f"{args.workload} is a chain or TeAAL file")
+        _no_start(args, "a chain")
         return solve_chain.run(args)
     if getattr(args, "extent", None):
         raise UsageError("--extent", "a TeAAL workload (other workloads give their extents in the file)", args.workload)

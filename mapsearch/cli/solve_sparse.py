@@ -35,7 +35,7 @@ __all__ = ["run", "sparse_flags", "warn_sparse_only"]
 
 log = logging.getLogger(__name__)
 _DENSE_ONLY = (("min_utilization", "--min-utilization"), ("dram_rows", "--dram-rows"),
-               ("max_dram_rows", "--max-dram-rows"), ("dram_layouts", "--dram-layouts"))
+               ("max_dram_rows", "--max-dram-rows"), ("dram_layouts", "--dram-layouts"), ("start", "--start"))
 
 
 def sparse_flags(args: argparse.Namespace) -> list[str]:

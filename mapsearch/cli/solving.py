@@ -26,7 +26,7 @@ FLAGS = {"objective": "--objective", "time_limit": "--time-limit", "work_limit":
          "min_utilization": "--min-utilization", "workers": "--workers", "seed": "--seed",
          "link_energy": "--link-energy", "op_energy": "--op-energy", "dram_rows": "--dram-rows",
          "max_dram_rows": "--max-dram-rows", "dram_layouts": "--dram-layouts", "placement": "--no-placement",
-         "block_binding": "--block-binding"}
+         "block_binding": "--block-binding", "start": "--start"}
 
 
 def parse_link_energy(items: list[str] | None) -> dict[str, str]:
@@ -53,6 +53,7 @@ def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None)
         dram_layouts=getattr(args, "dram_layouts", None) or None,
         placement=False if getattr(args, "no_placement", False) else None,
         block_binding=getattr(args, "block_binding", None) or None,
+        start=getattr(args, "start", None) or None,
         architecture=arch, workload=workload, names=FLAGS)
     if objective != "energy" and (link_energy or op_energy is not None):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from mapsearch.dram.layout import LayoutSpec
+from mapsearch.schedule.schedule import Schedule
 
 OBJECTIVES = ("time", "words", "energy")
 DRAM_ROWS = ("off", "tiebreak", "before-words")
@@ -39,6 +40,10 @@ class SolveOptions:
     ``block_binding`` fixes roles of a compute block given in GEMM roles to
     dimensions, ``(("m", "q"), ("k", "c"))``; the roles not fixed are
     searched, and the result names the restriction (mapsearch/solve/block_roles.py).
+    ``start`` is a known schedule (a solved neighbour, an earlier run) that
+    hints the first phase when the model has it and it beats the coarse
+    search (mapsearch/solve/warm_start.py); it never changes the optimum or
+    what OPTIMAL means, and a start outside the model's family is ignored.
     """
 
     objective: str = "time"
@@ -54,6 +59,7 @@ class SolveOptions:
     max_dram_rows: int | None = None
     placement: bool = True
     block_binding: tuple[tuple[str, str], ...] = ()  # (role, dim) pairs fixed by the user; () searches every binding
+    start: Schedule | None = field(default=None, repr=False)  # a warm start: a hint, never a constraint
 
     @property
     def models_dram_rows(self) -> bool:

@@ -30,6 +30,7 @@ from mapsearch.errors import (InfeasibleError, Interrupted, ReplayMismatch, Sche
 from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import Figures, differences
+from mapsearch.schedule.fused_json import FORMAT as FUSED_FORMAT, load_any_schedule
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import MODES, replay
 from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
@@ -94,6 +95,7 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
                   dram_rows: str | None = None, max_dram_rows: int | None = None,
                   dram_layouts: Mapping[str, Any] | str | Path | None = None, placement: bool | None = None,
                   block_binding: Mapping[str, str] | str | None = None,
+                  start: Schedule | str | Path | None = None,
                   architecture: Architecture | Tree | None = None, workload: Workload | None = None,
                   base: SolveOptions | None = None, names: Mapping[str, str] | None = None) -> SolveOptions:
     """``base`` (default :class:`SolveOptions()`) with every value given here, each checked.
@@ -105,7 +107,10 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
     unless ``dram_rows`` says otherwise. ``block_binding`` fixes roles of an
     op given in GEMM roles, ``"m=q,k=c"`` or ``{"m": "q", "k": "c"}``
     (checked against ``architecture`` and ``workload`` when both are given;
-    the result names the restriction). A bad value is a
+    the result names the restriction). ``start`` is a warm start: a
+    :class:`Schedule` or a schedule file (``mapsearch solve -o``) that hints
+    the first phase where the model has it (mapsearch/solve/warm_start.py).
+    A bad value is a
     :class:`~mapsearch.errors.UsageError` naming the parameter, or
     ``names[parameter]`` (the CLI passes its flags).
     """
@@ -165,6 +170,8 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
         given["placement"] = bool(placement)
     if block_binding is not None:
         given["block_binding"] = _block_binding(block_binding, architecture, workload, name("block_binding"))
+    if start is not None:
+        given["start"] = _start_schedule(start, name("start"))
     options = replace(base or SolveOptions(), **given)
     if dram_layouts is not None:
         options = _with_dram_layouts(options, dram_layouts, workload, name("dram_layouts"))
@@ -183,6 +190,19 @@ def _block_binding(value: Mapping[str, str] | str, architecture: Architecture | 
         if why is not None:
             raise UsageError(option, *why)
     return pairs
+
+
+def _start_schedule(start: Schedule | str | Path, option: str) -> Schedule:
+    """A warm start's schedule: as it is, or read from a one-einsum schedule file (a bad file is one SpecError line)."""
+    if isinstance(start, Schedule):
+        return start
+    if not isinstance(start, (str, Path)):
+        raise UsageError(option, "a Schedule or a schedule file (written by mapsearch solve -o)", start)
+    loaded = load_any_schedule(start)
+    if not isinstance(loaded, Schedule):
+        raise SpecError(str(start), "format", "one einsum's schedule (a fused chain's cannot start a solve)",
+                        FUSED_FORMAT)
+    return loaded
 
 
 def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str | Path, workload: Workload | None,

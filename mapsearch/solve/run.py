@@ -34,6 +34,7 @@ from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.progress import finished, report, search
+from mapsearch.solve.warm_start import start_of, with_start
 
 log = logging.getLogger(__name__)
 
@@ -214,11 +215,13 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
     restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
+    known = start_of(enc, options.start, constraints)  # a warm start: None without one or outside the family
     phases, schedule = run_phases(
         enc.model, _objectives(enc, options), options, start,
         decode=lambda solver: decode(enc, solver),
         hint_vars=_decision_vars(enc),
-        coarse=lambda left: _coarse_solution(enc, options, left),
+        coarse=lambda left: with_start(enc, known, _coarse_solution(enc, options, left),
+                                       lambda: _solver(options, min(left, max(0.05, left / 4)))),
         floor=lambda name: _floor(enc, name),
         on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions),
     )

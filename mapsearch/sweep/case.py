@@ -17,6 +17,7 @@ or Dask worker) and writes nothing: the parent stores what it returns.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -26,11 +27,14 @@ from typing import Any
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout
 from mapsearch.model.options import SolveOptions
 from mapsearch.report.solve_report import solve_report_dict
-from mapsearch.schedule.json_io import dumps_schedule
+from mapsearch.schedule.json_io import dumps_schedule, schedule_from_dict
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.entry import solve
 from mapsearch.spec.inputs import architecture_of, constraints_of, workload_of
 
 __all__ = ["Case", "run_case", "OK_STATUSES", "FAILED_STATUSES", "INTERRUPTED"]
+
+log = logging.getLogger(__name__)
 
 OK_STATUSES = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 FAILED_STATUSES = ("INFEASIBLE", "TIMEOUT", "MISMATCH", "ERROR")
@@ -58,8 +62,23 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
-def run_case(case: Case) -> dict[str, Any]:
+def _start(text: str | None) -> Schedule | None:
+    """The neighbour's schedule (its stored file text) as a start; one that does not read is no start."""
+    if text is None:
+        return None
+    try:
+        return schedule_from_dict(json.loads(text), "the neighbour's schedule")
+    except (ValueError, MapsearchError) as e:
+        log.debug("no warm start: %s", _one_line(e))
+        return None
+
+
+def run_case(case: Case, neighbour: str | None = None) -> dict[str, Any]:
     """Solve, replay and compare one case; a JSON-ready dict (see :mod:`mapsearch.sweep`).
+
+    ``neighbour``: the schedule file text of the case's neighbour, a warm start
+    (mapsearch/sweep/neighbours.py); it hints the search and never changes
+    a proven optimum.
 
     Keys: ``case_id``, ``status`` (OPTIMAL, FEASIBLE or one of
     :data:`FAILED_STATUSES`), ``error`` (``'Type: one line'`` or None),
@@ -77,7 +96,7 @@ def run_case(case: Case) -> dict[str, Any]:
         homes = dict(workload_doc.pop("homes", None) or {})
         options = SolveOptions(objective=case.objective, time_limit=case.time_limit,
                                workers=content["solver"]["workers"], seed=content["solver"]["seed"],
-                               work_limit=content["solver"].get("work_limit"))
+                               work_limit=content["solver"].get("work_limit"), start=_start(neighbour))
         mode = content.get("replay_mode", "count")
         result = solve(workload_of(workload_doc, source_name=case.workload),
                        architecture_of(content["architecture"], source_name=case.architecture),

@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 import mapsearch.budget as budget
 from mapsearch.errors import MapsearchError
 from mapsearch.sweep.case import FAILED_STATUSES, Case, run_case
+from mapsearch.sweep.neighbours import neighbours
 from mapsearch.sweep.store import ResultStore
 
 __all__ = ["Progress", "SweepOutcome", "run_sweep", "default_workers", "check_scheduler"]
@@ -127,6 +128,32 @@ def _worker_init(parent: int) -> None:
     threading.Thread(target=watch, name="mapsearch-parent-watch", daemon=True).start()
 
 
+class _Plan:
+    """The cases to run in the order they may start: one whose neighbour (a warm start,
+    mapsearch/sweep/neighbours.py) is still to run waits for its stored result, then starts from its schedule."""
+
+    def __init__(self, todo: list[Case], cases: Sequence[Case], store: ResultStore):
+        self._store = store
+        self._neighbour = neighbours(cases)
+        running = {c.case_id for c in todo}
+        self._waiting: dict[str, list[Case]] = {}
+        self.first: list[tuple[Case, str | None]] = []
+        for case in todo:
+            before = self._neighbour.get(case.case_id)
+            if before in running:
+                self._waiting.setdefault(before, []).append(case)
+            else:
+                self.first.append((case, self._start(case)))
+
+    def _start(self, case: Case) -> str | None:
+        before = self._neighbour.get(case.case_id)
+        return None if before is None else self._store.schedule(before)
+
+    def after(self, case: Case) -> list[tuple[Case, str | None]]:
+        """The cases that wait for ``case``, with their starts: call once its result is stored."""
+        return [(c, self._start(c)) for c in self._waiting.pop(case.case_id, [])]
+
+
 def run_sweep(
     cases: Sequence[Case],
     store: ResultStore,
@@ -150,7 +177,10 @@ def run_sweep(
     run_id = store.start_run(sweep, len(cases), len(skipped))
     counts = {"stored": 0, "failed": 0}
 
-    def stored(case: Case, result: dict[str, Any]) -> None:
+    plan = _Plan(todo, cases, store)
+
+    def stored(case: Case, result: dict[str, Any]) -> list[tuple[Case, str | None]]:
+        """Store the result; the cases it releases (warm starts from it) to run next."""
         store.put(case, result)
         counts["stored"] += 1
         counts["failed"] += result["status"] in FAILED_STATUSES
@@ -158,6 +188,7 @@ def run_sweep(
         if progress is not None:
             progress(Progress(counts["stored"], len(todo), counts["failed"], time.perf_counter() - start, case,
                               result["status"]))
+        return plan.after(case)
 
     def dropped(case: Case) -> None:
         store.mark_interrupted(case, "interrupted (Ctrl-C) while it ran; not a result: a rerun solves it again")
@@ -167,9 +198,9 @@ def run_sweep(
         if todo:
             with _Interrupt() as stop:
                 if scheduler:
-                    _run_dask(todo, scheduler, stored, stop)
+                    _run_dask(plan.first, scheduler, stored, stop)
                 else:
-                    _run_local(todo, workers or default_workers(), stored, stop, dropped)
+                    _run_local(plan.first, workers or default_workers(), stored, stop, dropped)
                 interrupted = stop.flag
     finally:
         store.end_run(run_id, counts["stored"], interrupted)
@@ -177,12 +208,13 @@ def run_sweep(
                         time.perf_counter() - start)
 
 
-def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrupt, dropped: Callable) -> None:
+def _run_local(first: list[tuple[Case, str | None]], workers: int, stored: Callable, stop: _Interrupt,
+               dropped: Callable) -> None:
     # spawn: the solver's threads do not survive fork, and workers start clean
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context,
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(first)), mp_context=context,
                                initializer=_worker_init, initargs=(os.getpid(),))
-    pending = {pool.submit(run_case, case): case for case in todo}
+    pending = {pool.submit(run_case, case, start): case for case, start in first}
     clean = False
     try:
         while pending and not stop.flag:
@@ -194,7 +226,8 @@ def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrup
                 except BrokenProcessPool as e:
                     raise MapsearchError(f"a worker process died ({e}); {len(pending) + 1} case(s) not run; "
                                          "rerun the sweep to run them") from e
-                stored(case, result)
+                for after, start in stored(case, result):
+                    pending[pool.submit(run_case, after, start)] = after
         clean = not pending
         if stop.flag:
             # Futures count as running from when they enter the pool's call queue, one ahead of the workers;
@@ -217,7 +250,7 @@ def _run_local(todo: list[Case], workers: int, stored: Callable, stop: _Interrup
                 process.terminate()
 
 
-def _run_dask(todo: list[Case], scheduler: str, stored: Callable, stop: _Interrupt) -> None:
+def _run_dask(first: list[tuple[Case, str | None]], scheduler: str, stored: Callable, stop: _Interrupt) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as e:
@@ -228,9 +261,15 @@ def _run_dask(todo: list[Case], scheduler: str, stored: Callable, stop: _Interru
         raise MapsearchError(f"cannot reach the Dask scheduler at {scheduler}: {' '.join(str(e).split())}") from e
     try:
         futures = {}
-        for case in todo:
-            future = client.submit(run_case, case, pure=False, key=f"mapsearch-case-{case.case_id}-{os.getpid()}-{time.time_ns()}")
+
+        def submit(case: Case, start: str | None):
+            future = client.submit(run_case, case, start, pure=False,
+                                   key=f"mapsearch-case-{case.case_id}-{os.getpid()}-{time.time_ns()}")
             futures[future] = case
+            return future
+
+        for case, start in first:
+            submit(case, start)
         remaining = set(futures)
         queue = as_completed(list(futures))
         while remaining and not stop.flag:
@@ -246,7 +285,10 @@ def _run_dask(todo: list[Case], scheduler: str, stored: Callable, stop: _Interru
                 except Exception as e:  # the worker was lost (KilledWorker) or the task could not run
                     result = {"case_id": case.case_id, "status": "ERROR", "solve_seconds": None, "report": None,
                               "schedule": None, "error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
-                stored(case, result)
+                for after, start in stored(case, result):
+                    released = submit(after, start)
+                    queue.add(released)
+                    remaining.add(released)
                 future.release()
         if remaining:
             client.cancel(list(remaining))

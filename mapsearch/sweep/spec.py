@@ -289,7 +289,8 @@ def sweep_from_dict(data: object, source: str = "<sweep>", *, base: Path | None 
                             f"{'.'.join(p.parts)}; names: {', '.join(label for label, _ in specs)}")
     work = work_limit if work_limit is not None else data.get("work_limit")
     _check_case_count(workloads, architectures, objectives, constraints, params, mode, source)
-    cases = list(expand(workloads, architectures, objectives, constraints, params, mode, limit, source, work))
+    cases = list(expand(workloads, architectures, objectives, constraints, params, mode, limit, source, work,
+                        bool(data.get("warm_start", False))))
     unique = list({c.case_id: c for c in reversed(cases)}.values())[::-1]  # first of each id, in order
     return Sweep(str(data.get("name") or Path(source).stem), source, tuple(unique), limit)
 
@@ -314,8 +315,11 @@ def _points(params: list[_Param], mode: str) -> Iterable[tuple[tuple[_Param, obj
 
 
 def expand(workloads, architectures, objectives, constraints, params: list[_Param], mode: str,
-           time_limit: float, source: str, work_limit: float | None = None) -> Iterable[Case]:
-    """Every case in a stable order: workload, architecture, objective, constraints, parameter point."""
+           time_limit: float, source: str, work_limit: float | None = None, warm_start: bool = False) -> Iterable[Case]:
+    """Every case in a stable order: workload, architecture, objective, constraints, parameter point.
+
+    ``warm_start``: each case is hinted with its neighbour's schedule (mapsearch/sweep/neighbours.py).
+    """
     for (wname, wdoc), (aname, adoc), objective, (cname, craw) in itertools.product(
             workloads, architectures, objectives, constraints):
         applicable = [p for p in params if _locate(wdoc if p.kind == "workloads" else adoc, list(p.parts))]
@@ -330,6 +334,8 @@ def expand(workloads, architectures, objectives, constraints, params: list[_Para
             solver = {"workers": 1, "seed": 0}
             if work_limit is not None:  # a deterministic limit decides the result: part of the case
                 solver["work_limit"] = float(work_limit)
+            if warm_start:  # so does a start, when the limit cuts a search short
+                solver["warm_start"] = True
             content = {"workload": w, "architecture": a, "objective": objective, "constraints": craw,
                        "solver": solver, "replay_mode": "count"}
             yield Case(

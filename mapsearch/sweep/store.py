@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
+from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, OK_STATUSES, Case
 
 __all__ = ["ResultStore", "DB_NAME"]
 
@@ -107,6 +107,11 @@ class ResultStore:
             else:
                 skip.append(c)
         return run, skip
+
+    def schedule(self, case_id: str) -> str | None:
+        """The stored schedule file text of a finished case (None: not stored, failed, or no schedule)."""
+        row = self._db.execute("SELECT status, schedule FROM cases WHERE case_id = ?", (case_id,)).fetchone()
+        return row[1] if row is not None and row[0] in OK_STATUSES else None
 
     def put(self, case: Case, result: dict[str, Any]) -> None:
         """Store one case's result in one transaction (a rerun replaces it and counts ``solves``)."""

@@ -35,6 +35,7 @@ from mapsearch.model.placement import placed_dims, placement_disabled_reason
 from mapsearch.model.problem import Problem
 from mapsearch.model.spatial import split_dims
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.solve.progress import search
 from mapsearch.spec.constraints import Constraints, resolve_level
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def start_solution(enc: Encoding, start: Start | None, solver: cp_model.CpSolver
         model.add(model.get_int_var_from_proto_index(var.index) == value)
     for var, rows in start.allowed:
         model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
-    status = solver.solve(model)
+    status = search(solver, model, "warm start")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         log.debug("the start schedule is ignored: the model with its decisions fixed is %s (%s)",
                   solver.status_name(status).lower(), _overflow(enc, start.schedule) or "a constraint of the model")
@@ -193,20 +194,24 @@ def _chain_rows(enc: Encoding, s: Schedule, fix) -> tuple[dict[str, int], list]:
             rows[d] = int(found[0])
             fix(enc.choice[d], rows[d], f"the chain row of {d}")
             continue
-        dominating = _dominating_rows(enc, d, tiles, match_spatial=not enc.spatial_levels)
+        dominating = _dominating_rows(enc, d, tiles)
         if not dominating:
-            raise NotInFamily(f"the tile extents of {d} {tiles.tolist()} are not among the model's chains "
+            parts = [s.levels[level].part_extent(d) for level in enc.spatial_levels]
+            split = f" split in parts {parts} at the meshed levels" if any(parts) else ""
+            raise NotInFamily(f"the tile extents of {d} {tiles.tolist()}{split} are not among the model's chains "
                               f"({len(ch)} kept of {ch.raw_count:,}, family: {ch.family})")
-        if isinstance(enc.choice[d], int):
-            raise NotInFamily(f"the tile extents of {d} {tiles.tolist()} are not the model's only chain")
-        allowed.append((enc.choice[d], tuple(dominating)))
+        if not isinstance(enc.choice[d], int):  # else the model's one chain dominates it
+            allowed.append((enc.choice[d], tuple(dominating)))
         rows[d] = dominating[0]
     return rows, allowed
 
 
-def _dominating_rows(enc: Encoding, d: str, tiles: np.ndarray, match_spatial: bool) -> list[int]:
-    """Rows with the piece counts of the chain ``tiles`` at every level and no larger extents (plain chains only)."""
-    if not match_spatial:
+def _dominating_rows(enc: Encoding, d: str, tiles: np.ndarray) -> list[int]:
+    """Rows with the piece counts of the chain ``tiles`` at every level and no larger extents.
+
+    Only for chains without spatial parts (a split's parts must match exactly).
+    """
+    if enc.chains[d].factors is not None:
         return []
     from mapsearch.model.chains_pieces import level_pieces
 
@@ -276,8 +281,14 @@ def _cuts(enc: Encoding, s: Schedule, rows: dict[str, int], fixed_levels: frozen
 def _cut(enc: Encoding, s: Schedule, t: str, i: int, dims: list[str], rows: dict[str, int],
          fixed_levels: frozenset[int]) -> int:
     """Cut ``(j-1)*r + m`` of the buffer's position: anchor level ``j``, ``m`` the ``R`` loops of level ``j``
-    outside it in the model's order. Single-trip loops stand outermost there, so they count as outside
-    (where they stand changes no region); where the user fixed the order, it is the schedule's."""
+    outside it in the model's order.
+
+    There single-trip loops stand first (moving a buffer across one changes
+    no region): behind a loop that advances, the buffer has every one of
+    them outside; otherwise those the schedule has outside, which keeps a
+    canonical schedule's own cut (two buffers of a tensor at cuts that hold
+    the same regions are not both in the model: model/placement.py).
+    """
     r = len(dims)
     if s.position(t, i) == 0:
         return 0
@@ -285,7 +296,8 @@ def _cut(enc: Encoding, s: Schedule, t: str, i: int, dims: list[str], rows: dict
     if outside is None:
         return j * r
     single = set() if j in fixed_levels else {d for d in dims if _single_trip(enc, d, rows[d], j)}
-    return (j - 1) * r + len([d for d in dims if d in outside or d in single])
+    advancing = [d for d in dims if d in outside and d not in single]
+    return (j - 1) * r + len(advancing) + (len(single) if advancing else len([d for d in single if d in outside]))
 
 
 def _layouts(enc: Encoding, s: Schedule, fix) -> None:

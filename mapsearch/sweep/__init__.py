@@ -22,6 +22,9 @@ Sweep file::
       workloads.extents.k: [16, 32]        # or {values: [...]}, {range: [lo, hi], step: S}
     mode: grid                             # grid (every combination) or list (i-th values together)
     time_limit: 60                         # seconds per case; --time-limit overrides
+    work_limit: 5                          # optional; CP-SAT deterministic seconds per phase
+    warm_start: true                       # optional; start each case from the schedule of the case
+                                           # before it that differs only in capacities (sweep/neighbours.py)
 
 A parameter applies to the specs that have its path and is crossed only
 with them. Paths are relative to the sweep file.

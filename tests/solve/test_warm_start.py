@@ -20,16 +20,20 @@ from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
+import random
+
 import pytest
+from ortools.sat.python import cp_model
 
 from mapsearch import cli
 from mapsearch.model.build import build
+from mapsearch.model.decode import decode
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
-from mapsearch.schedule.schedule import LevelMapping
+from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
-from mapsearch.solve.run import solve
+from mapsearch.solve.run import _decision_vars, solve
 from mapsearch.solve.warm_start import model_view, start_of
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.constraints import Constraints
@@ -78,6 +82,31 @@ def test_the_start_reproduces_its_schedule(name, solved) -> None:
     assert differences(seen.predicted, replay(seen, mode="count").figures) == []
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_start_inverts_decode_on_any_schedule_of_the_model(name) -> None:
+    """Schedules the model holds, not only optima: each found by minimising a random weighting of the
+    decisions (tiles, parts, keeps, orders, cuts, mesh axes), then read back through a start."""
+    w, a = CASES[name]
+    problem = Problem(w, a)
+    enc = build(problem)
+    for guard in enc.guards.values():
+        enc.model.add(guard == 1)
+    decisions = _decision_vars(enc) + [v for v in enc.on_axis.values() if isinstance(v, cp_model.IntVar)]
+    rng = random.Random(name)
+    seen = set()
+    for _ in range(6):
+        enc.model.minimize(sum(rng.randint(-5, 5) * v for v in decisions))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_deterministic_time = 1.0  # any schedule will do: the same ones under any load
+        if solver.solve(enc.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            continue
+        schedule = decode(enc, solver)
+        seen.add(schedule)
+        assert model_view(problem, schedule) == schedule
+    assert len(seen) >= 5  # distinct schedules
+
+
 def test_the_cases_cover_positions_bypass_windows_and_meshes(solved) -> None:
     """What the reproduction test is worth: its schedules use every kind of decision the start fixes."""
     schedules = {name: r.schedule for name, r in solved.items()}
@@ -88,6 +117,26 @@ def test_the_cases_cover_positions_bypass_windows_and_meshes(solved) -> None:
     mesh = schedules["matmul, 2x2 mesh"].levels[1].spatial
     assert {s.axis for s in mesh} == {"x", "y"}  # a split on each axis: the axis literal is fixed both ways
     assert schedules["matmul 3 levels, 2 PEs"].levels[2].spatial
+
+
+def test_a_buffer_between_loops_of_one_trip_keeps_its_cut() -> None:
+    """L0's tile is L1's, so every L0 loop has one trip; A's L1 buffer sits after L0's m loop (position 4).
+
+    Counting every one-trip loop as outside would put it at L0's own cut, which the strict nesting of a
+    free keep refuses (model/placement.py): the start would be lost (found on the ResNet-50 3x3 conv,
+    whose solved schedule did not start its own model). The cut of the loops the schedule has outside
+    keeps it, and the model reads back the very schedule with the replay's figures.
+    """
+    w = matmul(8, 8, 8)
+    a = arch([None, 200, 96])
+    tile = (("m", 4), ("n", 4), ("k", 8))
+    levels = (LevelMapping("L2", w.extents), LevelMapping("L1", tile, ("k", "m", "n"), frozenset("AB"), (), (("A", 4),)),
+              LevelMapping("L0", tile, ("m", "n", "k"), frozenset("ABZ")))
+    start = Schedule(w, a, levels, ())
+    seen = model_view(Problem(w, a), start)
+    assert seen is not None and seen.levels == levels
+    assert seen.predicted == replay(start, mode="count").figures
+    assert (seen.predicted.time, seen.predicted.words_total) == (512, 512)
 
 
 def test_a_start_keeps_the_optimum_and_starts_at_it(solved) -> None:

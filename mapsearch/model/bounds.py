@@ -219,10 +219,13 @@ def contract_floors(p: Problem, scale: int) -> tuple[int, int]:
 
 
 def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
-    """``time >= `` each link's least time given its floors and copies (:func:`link_time_floor`)."""
+    """``time >= `` each link's least time given its floors and copies (:func:`link_time_floor`) and the
+    compute time of the fewest calls spread over every instance (:func:`compute_time_floor`)."""
     if enc.time is None:
         return
     best = link_time_floor(enc.problem, floors, enc.scale)
+    if enc.problem.fusion_level is None:  # a fused stage's time is not its own: no floor claimed (as for words)
+        best = max(best, compute_time_floor(enc.problem, enc.scale))
     if best > enc.time.lo:
         enc.model.add(enc.time.expr >= best)
     enc.cache["bounds_time"] = best

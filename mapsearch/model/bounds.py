@@ -13,11 +13,12 @@ Per tensor ``X`` and link into level ``a`` (``home(X) < a <= L0``):
 ``touched(X)`` counts the elements some MAC reads (a stride larger than the
 dilation leaves holes that no schedule has to load).
 
-Per link ``a``, for matmul-like einsums (:func:`is_matmul_like`) on an
-architecture without spatial fanout, when every tensor's home is above
-``a`` and the levels ``a..L0`` are all bounded:
+Per link ``a``, for einsums that are matmul-like once some window
+dimensions are fixed (:func:`segment_reuse` gives ``K``: 1 for matmuls,
+``R S`` for convolutions) on an architecture without spatial fanout, when
+every tensor's home is above ``a`` and the levels ``a..L0`` are all bounded:
 
-    sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(S_a)) - 2 S_a,
+    sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(K S_a)) - 2 S_a,
     S_a = sum_{i >= a} capacity_i
 
 Time, per link: the link has ``n_a`` copies (the instances of the levels
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.model.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
+from mapsearch.model.lower_bound import io_lower_bound_detail, segment_reuse, touched_elements
 from mapsearch.spec.workload import Workload
 
 _ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension
@@ -109,7 +110,7 @@ def link_floors(p: Problem) -> dict[int, LinkFloor]:
     out: dict[int, LinkFloor] = {}
     if p.fusion_level is not None:
         return out
-    matmul = is_matmul_like(w) and _no_fanout(p)
+    matmul = segment_reuse(w) is not None and _no_fanout(p)  # matmul-like once the window dims are fixed
     for a in range(1, p.depth + 1):
         down = sum(per_tensor.get((t, a), (0, 0))[0] for t in w.tensor_names)
         up = sum(per_tensor.get((t, a), (0, 0))[1] for t in w.tensor_names)

@@ -33,7 +33,6 @@ from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.placement import placed_dims, placement_disabled_reason
 from mapsearch.model.problem import Problem
-from mapsearch.model.spatial import split_dims
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.progress import search
 from mapsearch.spec.constraints import Constraints, resolve_level

@@ -23,7 +23,8 @@ from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.model.options import SolveOptions
-from mapsearch.solve.run import Phase, SolveResult, run_phases, solve
+from mapsearch.solve.phases import Phase, run_phases
+from mapsearch.solve.run import SolveResult, solve
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.teaal import TeaalSpec
 

@@ -2,7 +2,7 @@
 
 CP-SAT's ``solve`` is one C++ call: a Python signal handler runs only once
 it returns, and CP-SAT's own SIGINT handling (off in
-:func:`mapsearch.solve.run._solver`) would end only the current phase, as if
+:func:`mapsearch.solve.phases.new_solver`) would end only the current phase, as if
 its time limit had passed. So :class:`Interruptible` runs the work in a
 worker thread and keeps the main thread waiting, where its SIGINT handler
 runs at once:

@@ -59,7 +59,8 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.spec.constraints import Constraints
 from mapsearch.model.options import SolveOptions
-from mapsearch.solve.run import Phase, _coarse_solution, _decision_vars, run_phases
+from mapsearch.solve.phases import Phase, run_phases
+from mapsearch.solve.run import _coarse_solution, _decision_vars
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
 from mapsearch.sparse.model import DENOMINATOR, SparseModel, exact_effectual_ops, expected

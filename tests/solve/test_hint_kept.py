@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import brute_force as bf  # noqa: E402
 
+import mapsearch.solve.phases as phases  # noqa: E402
 import mapsearch.solve.run as run  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
@@ -40,25 +41,15 @@ def test_a_lost_hint_keeps_the_coarse_schedule(monkeypatch):
         coarse_values.append(None if found is None else found[0])
         return found
 
-    real_solver = run._solver
+    real_solver = phases.new_solver
 
-    def starved(options, left):
+    def starved(options, left):  # the full searches only (the coarse search makes its solver in run.py)
         solver = real_solver(options, left)
-        if not starved.coarse:
-            solver.parameters.max_time_in_seconds = 0.0  # the full search: no schedule
+        solver.parameters.max_time_in_seconds = 0.0
         return solver
 
-    starved.coarse = False
-
-    def coarse_wrapper(enc, options, left):
-        starved.coarse = True
-        try:
-            return coarse(enc, options, left)
-        finally:
-            starved.coarse = False
-
-    monkeypatch.setattr(run, "_coarse_solution", coarse_wrapper)
-    monkeypatch.setattr(run, "_solver", starved)
+    monkeypatch.setattr(run, "_coarse_solution", coarse)
+    monkeypatch.setattr(phases, "new_solver", starved)
     result = run.solve(_problem(), options=SolveOptions(workers=1, seed=0))
     time_phase, words_phase = result.phases
     assert time_phase.status == "OPTIMAL"  # the coarse schedule meets the time floor: no full search

@@ -1,0 +1,251 @@
+"""The per-instance tables of chains split over meshed levels, every view at once (model/spatial_chains.py).
+
+Instance ``q`` (one digit per split) walks its own tree (docs/spatial.md):
+at a split it keeps its own part of each parent piece, then tiles it. What
+the model reads of a dimension below a split is a *view*: per meshed level,
+``"rep"`` (digit 0, whose part is the largest in every piece) or ``"sum"``
+(summed over every digit). A view's tables are sums over the view's
+instances of that instance's counts, footprint sums, still sums and calls,
+vectorised over the chain rows. Digits that get the same part of every
+parent piece do the same work, so the tables walk the lowest digit of each
+such class and weigh it by the class's size: the cost is per class (a few
+per split), whatever the instance count. Why these views are all the model
+needs is proved in docs/spatial.md ("Several meshed levels").
+
+Why every view at once (:func:`all_view_tables`): an instance is the same
+tree in every view that walks it (a ``"rep"`` level walks the class of
+digit 0, which a ``"sum"`` level walks too), and walking it is the costly
+part, so each instance is walked once, on the rows where some view weighs
+it, and every view adds its weight times the instance's quantities, in the
+order a view-by-view walk would (so even the order of the idle keys is
+the same). On the array presets this took the tables from seconds to a
+fraction (issue 16).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from mapsearch.model.footprints import footprint_values
+
+Pieces = list[tuple[np.ndarray, np.ndarray]]  # (extent, count) per entry, one value per chain row
+
+
+def cut(pieces: Pieces, t: np.ndarray) -> Pieces:
+    """Split every piece into full pieces of ``t`` and a remainder (a tiling, or all the parts of a split)."""
+    full_count = np.zeros_like(t)
+    out = []
+    for size, count in pieces:
+        full = size // t
+        rem = size - full * t
+        full_count = full_count + count * full
+        out.append((rem, count * (rem > 0)))
+    return [(t, full_count)] + out
+
+
+class _Instance:
+    """One instance (a digit per meshed level, per chain row) and the quantities of its own tree.
+
+    Its tree cuts, at each level ``k``, every parent piece into its own part
+    (at a meshed level) and then into tiles of ``T_k``; a piece belongs to it
+    when it has a part below it (it is *active*).
+    """
+
+    def __init__(self, tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], digits: dict[int, np.ndarray]):
+        self.tiles = tiles
+        self.depth = tiles.shape[1]
+        self.parts = parts
+        # Digit q's part of a piece x is clip(x - q*P, 0, P): the offset q*P per meshed level, once.
+        self.offsets = {k: digits[k] * parts[k] for k in parts}
+        rows = tiles.shape[0]
+        level: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
+        self.levels = [level]
+        for k in range(1, self.depth + 1):
+            level = cut([(self.own(x, k), c) for x, c in level], tiles[:, k - 1])
+            self.levels.append(level)
+
+    def own(self, x: np.ndarray, k: int) -> np.ndarray:
+        """The instance's part of a level-``(k-1)`` piece at level ``k``'s split (the piece itself without one)."""
+        if k not in self.parts:
+            return x
+        return np.minimum(np.maximum(x - self.offsets[k], 0), self.parts[k])
+
+    def active(self, x: np.ndarray, k: int) -> np.ndarray:
+        """Whether the instance has a part below a level-``k`` piece of extent ``x``.
+
+        Parts and tiles are non-decreasing in the piece's extent, so it has one
+        below the piece exactly when it has one below the piece's first
+        (largest) tile: follow that one down.
+        """
+        for m in range(k + 1, self.depth + 1):
+            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
+        return x > 0
+
+    def idle_from(self, x: np.ndarray, k: int) -> np.ndarray:
+        """The first level below ``k`` where the instance has no part below a level-``k`` piece ``x`` (depth+1: none)."""
+        first = np.full(x.shape, self.depth + 1, dtype=np.int64)
+        for m in range(k + 1, self.depth + 1):
+            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
+            first = np.where((x <= 0) & (first > self.depth), m, first)
+        return first
+
+    def singles(self, x: np.ndarray, k: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per level ``i`` below ``k``: the one level-``i`` piece of the instance below a level-``k`` piece of
+        extent ``x`` (0 if it has several), and the levels whose keepers end its stillness (a bit mask, 0
+        when nothing does).
+
+        A tile cuts ``y`` into ``floor(y/T)`` full tiles and a remainder; the
+        instance keeps one piece when ``y <= T``, or when there is one full
+        tile and the instance has no part below the remainder. In the second
+        case it idles in the level-``m`` remainder tile, keeping its region,
+        unless it holds an output and a keeper of it at a level from ``m`` to
+        just above the level ``l`` where the instance's part ends moves into
+        the remainder (docs/spatial.md, "Replay decisions": the flush): the
+        mask has the bits ``m .. min(l, i)-1`` of every such remainder. The
+        path down to level ``i`` is the path down to ``i - 1`` and one more
+        step, so every ``i`` is read off one walk.
+        """
+        out = {}
+        idles = []  # (m, one_full, first idle level) of every remainder the instance may idle in
+        for m in range(k + 1, self.depth + 1):
+            y = self.own(x, m)
+            t = self.tiles[:, m - 1]
+            rem = y - t
+            one_full = (y > t) & (y < 2 * t) & ~self.active(rem, m)
+            if one_full.any():
+                idles.append((m, one_full, self.idle_from(np.maximum(rem, 0), m)))
+            x = np.where(y <= t, y, np.where(one_full, t, 0))
+            mask = np.zeros(x.shape, dtype=np.int64)
+            for level, full, idle in idles:
+                mask |= np.where(full, (1 << np.minimum(idle, m)) - (1 << level), 0)
+            y_m = np.where(self.active(x, m), x, 0)
+            out[m] = (y_m, np.where(y_m > 0, mask, 0))
+        return out
+
+
+def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Digits of a split that do the same work, per row: ``(lowest digit, digits in the class)`` per column.
+
+    Digit ``q``'s part of a parent piece ``z`` is ``P`` when ``q < floor(z/P)``,
+    ``z mod P`` when ``q == floor(z/P)`` and nothing after: between the
+    breakpoints ``floor(z/P)`` and ``floor(z/P) + 1`` of every parent extent
+    ``z`` (and 0, the factor) every digit has the same part of every parent
+    piece, so the same tree (docs/spatial.md, as ``sim/spatial.split_classes``).
+    Repeated breakpoints give empty classes (size 0). Column 0 is the class
+    of digit 0 in every row.
+    """
+    cols = [np.zeros_like(part), factor]
+    for z, count in zs:
+        b = np.where(count > 0, z // part, factor)
+        cols += [np.minimum(b, factor), np.minimum(b + 1, factor)]
+    points = np.sort(np.stack(cols, axis=1), axis=1)
+    return points[:, :-1], np.diff(points, axis=1)
+
+
+def _expanded(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], level: int) -> Pieces:
+    """Every instance's level-``level`` pieces together: each split cuts every part (the summed tree)."""
+    rows = tiles.shape[0]
+    pieces: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
+    for k in range(1, level + 1):
+        if k in parts:
+            pieces = cut(pieces, parts[k])
+        pieces = cut(pieces, tiles[:, k - 1])
+    return pieces
+
+
+def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], view: dict[int, str],
+                footprints, block: int) -> dict:
+    """Counts ``N[k]``, footprint sums ``F[f][k]``, still sums ``W[f][(k, i)]`` and calls of one view.
+
+    Each is the sum over the view's instances (digit 0 at a ``"rep"`` level,
+    every digit at a ``"sum"`` level) of that instance's own quantity
+    (``model/chains.py`` defines them for one tree; a piece counts where the
+    instance is active, and a level-``k`` piece is still up to ``i`` when the
+    instance has one level-``i`` piece below it). A piece still only
+    because the instance idles through remainders is summed apart, under
+    ``W[f][(k, i, mask)]`` (:meth:`_Instance.singles`: an output's keeper at a
+    level of ``mask`` flushes it).
+    """
+    levels = sorted(parts)
+    name = tuple(view[s] for s in levels)
+    return all_view_tables(tiles, extent, parts, [name], footprints, block)[name]
+
+
+def _empty_tables(rows: int, depth: int, footprints) -> dict:
+    return {"counts": np.zeros((rows, depth + 1), dtype=np.int64),
+            "sums": {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints},
+            "small": {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)}
+                      for f in footprints},
+            "calls": np.zeros(rows, dtype=np.int64)}
+
+
+def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], views, footprints,
+                    block: int) -> dict[tuple[str, ...], dict]:
+    """:func:`view_tables` of each of ``views`` (a ``"rep"``/``"sum"`` per meshed level, outermost first).
+
+    Every class combination of the meshed levels is one instance; a view
+    walks those whose class at each ``"rep"`` level is digit 0's (column 0
+    of :func:`_classes`), weighted by the product of the class sizes at its
+    ``"sum"`` levels. Each instance is walked once, on the rows some view
+    weighs it at, and each view adds its share in the order a walk of that
+    view alone would.
+    """
+    rows, depth = tiles.shape
+    levels = sorted(parts)
+    views = [tuple(v) for v in views]
+    factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
+    summed = {s: _classes(_expanded(tiles, extent, parts, s - 1), parts[s], factors[s])
+              for lv, s in enumerate(levels) if any(v[lv] == "sum" for v in views)}
+    out = {v: _empty_tables(rows, depth, footprints) for v in views}
+    ones = np.ones(rows, dtype=np.int64)
+    for combo in itertools.product(*(range(summed[s][0].shape[1]) if s in summed else range(1) for s in levels)):
+        weights = {}
+        for v in views:
+            if any(v[lv] == "rep" and c for lv, c in enumerate(combo)):
+                continue  # a rep level walks digit 0's class only
+            weight = ones
+            for lv, (s, c) in enumerate(zip(levels, combo)):
+                if v[lv] == "sum":
+                    weight = weight * summed[s][1][:, c]
+            if weight.any():
+                weights[v] = weight
+        if not weights:
+            continue
+        on_rows = np.flatnonzero(np.any(np.stack(list(weights.values())) != 0, axis=0))
+        digits = {s: (summed[s][0][on_rows, c] if s in summed else np.zeros(on_rows.size, dtype=np.int64))
+                  for s, c in zip(levels, combo)}
+        inst = _Instance(tiles[on_rows], extent, {s: p[on_rows] for s, p in parts.items()}, digits)
+        _add_instance(inst, on_rows, {v: w[on_rows] for v, w in weights.items()}, out, footprints, block)
+    return out
+
+
+def _add_instance(inst: _Instance, on_rows: np.ndarray, weights: dict, out: dict, footprints, block: int) -> None:
+    """Add one instance's quantities, times each view's weight, to the views' tables at rows ``on_rows``."""
+    depth = inst.depth
+    rows = out[next(iter(out))]["calls"].shape[0]
+    for k, level in enumerate(inst.levels):
+        for size, count in level:
+            present = count * inst.active(size, k)
+            below = inst.singles(size, k) if k < depth else {}
+            for v, weight in weights.items():
+                out[v]["counts"][on_rows, k] += weight * present
+            for f in footprints:
+                at_size = footprint_values(f, size)
+                still_of = {i: ((y > 0) * footprint_values(f, y), mask) for i, (y, mask) in below.items()}
+                for v, weight in weights.items():
+                    on = weight * present
+                    table = out[v]
+                    table["sums"][f][on_rows, k] += on * at_size
+                    for i in range(k + 1, depth + 1):
+                        still_y, mask = still_of[i]
+                        still = on * still_y
+                        table["small"][f][(k, i)][on_rows] += np.where(mask == 0, still, 0)
+                        idle_masks = mask[(mask > 0) & (still > 0)]
+                        for bits in np.flatnonzero(np.bincount(idle_masks)) if idle_masks.size else ():
+                            idle = table["small"][f].setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
+                            idle[on_rows] += np.where(mask == bits, still, 0)
+    calls = sum(c * (-(-x // block)) for x, c in inst.levels[-1])
+    for v, weight in weights.items():
+        out[v]["calls"][on_rows] += weight * calls

@@ -115,35 +115,57 @@ def dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
 def beaten_in_groups(groups: list[np.ndarray], v: np.ndarray) -> np.ndarray:
     """Per row of ``v``: some other row of its group dominates it (``>=`` everywhere, ``!=`` somewhere)."""
     beaten = np.zeros(v.shape[0], dtype=bool)
+    exact_sums = _sums_exact(v)  # then for every part of v too
     small = [g for g in groups if 1 < g.size <= _PAIRWISE_GROUP]
     if small:
-        beaten |= _beaten_pairwise(small, v)
+        beaten |= _beaten_pairwise(small, v, exact_sums)
     for g in groups:
         if g.size > _PAIRWISE_GROUP:
-            beaten[g] = ~undominated(v[g])
+            beaten[g] = ~undominated(v[g], exact_sums)
     return beaten
 
 
-def _beaten_pairwise(groups: list[np.ndarray], v: np.ndarray) -> np.ndarray:
-    """:func:`beaten_in_groups` by comparing every ordered pair of rows of each group."""
+def _beaten_pairwise(groups: list[np.ndarray], v: np.ndarray, exact_sums: bool) -> np.ndarray:
+    """:func:`beaten_in_groups` by comparing every ordered pair of rows of each group, a batch of groups at once."""
+    beaten = np.zeros(v.shape[0], dtype=bool)
+    total = v.sum(axis=1) if exact_sums else None
     sizes = np.array([g.size for g in groups], dtype=np.int64)
+    batch_end = np.searchsorted(np.cumsum(sizes * sizes), np.arange(1, len(groups) + 1) * _CELLS_AT_ONCE // 4)
+    first = 0
+    while first < len(groups):
+        last = max(first + 1, int(batch_end[first]))
+        a, b = _pairs(groups[first:last], sizes[first:last])
+        if exact_sums:  # a >= b everywhere and a != b: a has the larger sum
+            a, b = a[total[a] > total[b]], b[total[a] > total[b]]
+        # Most pairs fail on the first columns: a slice at a time, on the pairs still standing.
+        for lo in range(0, v.shape[1], 16):
+            ok = np.all(v[a, lo:lo + 16] >= v[b, lo:lo + 16], axis=1)
+            a, b = a[ok], b[ok]
+        if not exact_sums:
+            differ = np.any(v[a] != v[b], axis=1)
+            a, b = a[differ], b[differ]
+        beaten[b] = True
+        first = last
+    return beaten
+
+
+def _pairs(groups: list[np.ndarray], sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(a, b)``, ``a != b``, of rows of one group."""
     members = np.concatenate(groups)
     per_member = np.repeat(sizes, sizes)  # each member meets every member of its group
     group_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
     a = np.repeat(np.arange(members.size), per_member)
     b = np.repeat(group_start, per_member) + (np.arange(a.size) - np.repeat(np.cumsum(per_member) - per_member, per_member))
     a, b = members[a], members[b]
-    a, b = a[a != b], b[a != b]
-    beaten = np.zeros(v.shape[0], dtype=bool)
-    step = max(1, _CELLS_AT_ONCE // max(1, v.shape[1]))
-    for lo in range(0, a.size, step):
-        va, vb = v[a[lo:lo + step]], v[b[lo:lo + step]]
-        hit = np.all(va >= vb, axis=1) & np.any(va != vb, axis=1)
-        beaten[b[lo:lo + step][hit]] = True
-    return beaten
+    return a[a != b], b[a != b]
 
 
-def undominated(v: np.ndarray) -> np.ndarray:
+def _sums_exact(v: np.ndarray) -> bool:
+    """No row sum of ``v`` can overflow int64 (so sums compare exactly)."""
+    return v.size == 0 or max(float(v.max()), -float(v.min())) * v.shape[1] < 2.0**62
+
+
+def undominated(v: np.ndarray, exact_sums: bool | None = None) -> np.ndarray:
     """Mask of the rows of ``v`` that no other row dominates (``>=`` everywhere and ``!=`` somewhere).
 
     A dominating row has a strictly larger row sum, so in order of
@@ -160,7 +182,7 @@ def undominated(v: np.ndarray) -> np.ndarray:
     if v.shape[1] == 0:
         return keep  # all rows equal: none dominates another
     total = v.sum(axis=1)
-    exact_sums = float(np.abs(v).max()) * v.shape[1] < 2.0**62
+    exact_sums = _sums_exact(v) if exact_sums is None else exact_sums
     order = np.argsort(-total, kind="stable")
     ordered, total = v[order], total[order]
 

@@ -199,30 +199,43 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
     summed = {s: _classes(_expanded(tiles, extent, parts, s - 1), parts[s], factors[s])
               for lv, s in enumerate(levels) if any(v[lv] == "sum" for v in views)}
     out = {v: _empty_tables(rows, depth, footprints) for v in views}
-    ones = np.ones(rows, dtype=np.int64)
+    # Rows where a class has digits (size > 0), per summed level and column: a combination's instance
+    # does work only where every class off digit 0's has digits (each view sums those levels).
+    has_digits = {s: summed[s][1] > 0 for s in summed}
+    every_row = np.ones(rows, dtype=bool)
     for combo in itertools.product(*(range(summed[s][0].shape[1]) if s in summed else range(1) for s in levels)):
+        support = every_row
+        for s, c in zip(levels, combo):
+            if c:
+                support = support & has_digits[s][:, c]
+        on_rows = np.flatnonzero(support)
+        if on_rows.size == 0:
+            continue
         weights = {}
         for v in views:
             if any(v[lv] == "rep" and c for lv, c in enumerate(combo)):
                 continue  # a rep level walks digit 0's class only
-            weight = ones
+            weight = np.ones(on_rows.size, dtype=np.int64)
             for lv, (s, c) in enumerate(zip(levels, combo)):
                 if v[lv] == "sum":
-                    weight = weight * summed[s][1][:, c]
+                    weight = weight * summed[s][1][on_rows, c]
             if weight.any():
                 weights[v] = weight
         if not weights:
             continue
-        on_rows = np.flatnonzero(np.any(np.stack(list(weights.values())) != 0, axis=0))
         digits = {s: (summed[s][0][on_rows, c] if s in summed else np.zeros(on_rows.size, dtype=np.int64))
                   for s, c in zip(levels, combo)}
         inst = _Instance(tiles[on_rows], extent, {s: p[on_rows] for s, p in parts.items()}, digits)
-        _add_instance(inst, on_rows, {v: w[on_rows] for v, w in weights.items()}, out, footprints, block)
+        _add_instance(inst, slice(None) if on_rows.size == rows else on_rows, weights, out, footprints, block)
     return out
 
 
-def _add_instance(inst: _Instance, on_rows: np.ndarray, weights: dict, out: dict, footprints, block: int) -> None:
-    """Add one instance's quantities, times each view's weight, to the views' tables at rows ``on_rows``."""
+def _add_instance(inst: _Instance, at, weights: dict, out: dict, footprints, block: int) -> None:
+    """Add one instance's quantities, times each view's weight, to the views' tables at rows ``at``.
+
+    A view's weight is a product of class sizes, never negative, so a row's
+    term is positive exactly where its weight and the instance's term are.
+    """
     depth = inst.depth
     rows = out[next(iter(out))]["calls"].shape[0]
     for k, level in enumerate(inst.levels):
@@ -230,22 +243,25 @@ def _add_instance(inst: _Instance, on_rows: np.ndarray, weights: dict, out: dict
             present = count * inst.active(size, k)
             below = inst.singles(size, k) if k < depth else {}
             for v, weight in weights.items():
-                out[v]["counts"][on_rows, k] += weight * present
+                out[v]["counts"][at, k] += weight * present
             for f in footprints:
-                at_size = footprint_values(f, size)
-                still_of = {i: ((y > 0) * footprint_values(f, y), mask) for i, (y, mask) in below.items()}
+                at_size = present * footprint_values(f, size)
                 for v, weight in weights.items():
-                    on = weight * present
-                    table = out[v]
-                    table["sums"][f][on_rows, k] += on * at_size
-                    for i in range(k + 1, depth + 1):
-                        still_y, mask = still_of[i]
-                        still = on * still_y
-                        table["small"][f][(k, i)][on_rows] += np.where(mask == 0, still, 0)
-                        idle_masks = mask[(mask > 0) & (still > 0)]
+                    out[v]["sums"][f][at, k] += weight * at_size
+                for i, (y, mask) in below.items():
+                    still = present * ((y > 0) * footprint_values(f, y))
+                    plain = np.where(mask == 0, still, 0)
+                    idle = (mask > 0) & (still > 0)
+                    any_idle = bool(idle.any())
+                    for v, weight in weights.items():
+                        small = out[v]["small"][f]
+                        small[(k, i)][at] += weight * plain
+                        if not any_idle:
+                            continue
+                        idle_masks = mask[idle & (weight > 0)]
                         for bits in np.flatnonzero(np.bincount(idle_masks)) if idle_masks.size else ():
-                            idle = table["small"][f].setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
-                            idle[on_rows] += np.where(mask == bits, still, 0)
+                            column = small.setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
+                            column[at] += np.where(mask == bits, weight * still, 0)
     calls = sum(c * (-(-x // block)) for x, c in inst.levels[-1])
     for v, weight in weights.items():
-        out[v]["calls"][on_rows] += weight * calls
+        out[v]["calls"][at] += weight * calls

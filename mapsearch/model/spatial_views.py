@@ -173,12 +173,50 @@ def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], vi
     return all_view_tables(tiles, extent, parts, [name], footprints, block)[name]
 
 
-def _empty_tables(rows: int, depth: int, footprints) -> dict:
-    return {"counts": np.zeros((rows, depth + 1), dtype=np.int64),
-            "sums": {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints},
-            "small": {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)}
-                      for f in footprints},
-            "calls": np.zeros(rows, dtype=np.int64)}
+class _Tables:
+    """The tables of several views being summed: one array per quantity, views x columns x rows.
+
+    Rows last, so that adding an instance's column to every view that walks
+    it is one contiguous operation, not one strided scatter per view. Still
+    sums of pieces an instance idles through are rare: a dict per view, in
+    the order their keys appear (as a walk of that view alone adds them).
+    """
+
+    def __init__(self, views: list, rows: int, depth: int, footprints):
+        self.views, self.rows, self.depth, self.footprints = views, rows, depth, footprints
+        self.pairs = [(k, i) for i in range(1, depth + 1) for k in range(i)]
+        self.counts = np.zeros((len(views), depth + 1, rows), dtype=np.int64)
+        self.sums = {f: np.zeros((len(views), depth + 1, rows), dtype=np.int64) for f in footprints}
+        self.still = {f: np.zeros((len(views), len(self.pairs), rows), dtype=np.int64) for f in footprints}
+        self.calls = np.zeros((len(views), 1, rows), dtype=np.int64)
+        self.idle = [{f: {} for f in footprints} for _ in views]
+
+    @staticmethod
+    def add(table: np.ndarray, views: np.ndarray, column: int, at, values: np.ndarray) -> None:
+        """``table[views, column, at] += values`` (``values``: views x rows of ``at``)."""
+        if isinstance(at, slice):
+            if views.size == table.shape[0]:
+                table[:, column, :] += values
+            else:
+                table[views, column, :] += values
+        else:
+            table[views[:, None], column, at[None, :]] += values
+
+    def result(self) -> dict:
+        """The tables per view, as :func:`view_tables` gives them (rows first)."""
+        out = {}
+        for n, v in enumerate(self.views):
+            small = {f: {**{pair: self.still[f][n, p] for p, pair in enumerate(self.pairs)}, **self.idle[n][f]}
+                     for f in self.footprints}
+            out[v] = {"counts": np.ascontiguousarray(self.counts[n].T),
+                      "sums": {f: np.ascontiguousarray(a[n].T) for f, a in self.sums.items()},
+                      "small": small, "calls": self.calls[n, 0]}
+        return out
+
+
+# An instance working on more than this share of the rows is walked on all of them (its weights are 0
+# elsewhere): adding whole rows is cheaper than gathering and scattering most of them.
+_WHOLE_ROWS = 0.5
 
 
 def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], views, footprints,
@@ -198,7 +236,7 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
     factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
     summed = {s: _classes(_expanded(tiles, extent, parts, s - 1), parts[s], factors[s])
               for lv, s in enumerate(levels) if any(v[lv] == "sum" for v in views)}
-    out = {v: _empty_tables(rows, depth, footprints) for v in views}
+    out = _Tables(views, rows, depth, footprints)
     # Rows where a class has digits (size > 0), per summed level and column: a combination's instance
     # does work only where every class off digit 0's has digits (each view sums those levels).
     has_digits = {s: summed[s][1] > 0 for s in summed}
@@ -211,8 +249,10 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
         on_rows = np.flatnonzero(support)
         if on_rows.size == 0:
             continue
-        weights = {}
-        for v in views:
+        if on_rows.size > _WHOLE_ROWS * rows:
+            on_rows = np.arange(rows)
+        walking, weights = [], []
+        for n, v in enumerate(views):
             if any(v[lv] == "rep" and c for lv, c in enumerate(combo)):
                 continue  # a rep level walks digit 0's class only
             weight = np.ones(on_rows.size, dtype=np.int64)
@@ -220,48 +260,43 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
                 if v[lv] == "sum":
                     weight = weight * summed[s][1][on_rows, c]
             if weight.any():
-                weights[v] = weight
-        if not weights:
+                walking.append(n)
+                weights.append(weight)
+        if not walking:
             continue
         digits = {s: (summed[s][0][on_rows, c] if s in summed else np.zeros(on_rows.size, dtype=np.int64))
                   for s, c in zip(levels, combo)}
         inst = _Instance(tiles[on_rows], extent, {s: p[on_rows] for s, p in parts.items()}, digits)
-        _add_instance(inst, slice(None) if on_rows.size == rows else on_rows, weights, out, footprints, block)
-    return out
+        at = slice(None) if on_rows.size == rows else on_rows
+        _add_instance(inst, at, np.array(walking), np.stack(weights), out, block)
+    return out.result()
 
 
-def _add_instance(inst: _Instance, at, weights: dict, out: dict, footprints, block: int) -> None:
-    """Add one instance's quantities, times each view's weight, to the views' tables at rows ``at``.
+def _add_instance(inst: _Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:
+    """Add one instance's quantities, times each walking view's weight (a row each), at rows ``at``.
 
     A view's weight is a product of class sizes, never negative, so a row's
     term is positive exactly where its weight and the instance's term are.
     """
     depth = inst.depth
-    rows = out[next(iter(out))]["calls"].shape[0]
+    pair_index = {pair: p for p, pair in enumerate(out.pairs)}
     for k, level in enumerate(inst.levels):
         for size, count in level:
             present = count * inst.active(size, k)
             below = inst.singles(size, k) if k < depth else {}
-            for v, weight in weights.items():
-                out[v]["counts"][at, k] += weight * present
-            for f in footprints:
-                at_size = present * footprint_values(f, size)
-                for v, weight in weights.items():
-                    out[v]["sums"][f][at, k] += weight * at_size
+            out.add(out.counts, walking, k, at, weights * present)
+            for f in out.footprints:
+                out.add(out.sums[f], walking, k, at, weights * (present * footprint_values(f, size)))
                 for i, (y, mask) in below.items():
                     still = present * ((y > 0) * footprint_values(f, y))
-                    plain = np.where(mask == 0, still, 0)
+                    out.add(out.still[f], walking, pair_index[(k, i)], at, weights * np.where(mask == 0, still, 0))
                     idle = (mask > 0) & (still > 0)
-                    any_idle = bool(idle.any())
-                    for v, weight in weights.items():
-                        small = out[v]["small"][f]
-                        small[(k, i)][at] += weight * plain
-                        if not any_idle:
-                            continue
+                    if not idle.any():
+                        continue
+                    for n, weight in zip(walking, weights):
                         idle_masks = mask[idle & (weight > 0)]
                         for bits in np.flatnonzero(np.bincount(idle_masks)) if idle_masks.size else ():
-                            column = small.setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
+                            column = out.idle[n][f].setdefault((k, i, int(bits)), np.zeros(out.rows, dtype=np.int64))
                             column[at] += np.where(mask == bits, weight * still, 0)
     calls = sum(c * (-(-x // block)) for x, c in inst.levels[-1])
-    for v, weight in weights.items():
-        out[v]["calls"][at] += weight * calls
+    out.add(out.calls, walking, 0, at, weights * calls)

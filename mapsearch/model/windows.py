@@ -142,6 +142,13 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
     kept across calls on the same chains (:func:`_distinct_types`).
     """
+    table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+    return table[row_of][:, col_of]
+
+
+def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``."""
     memo = {} if memo is None else memo
     (xb, xa, m), row_of = _distinct_types(memo, advancing, "advance", j, le)
     (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo)
@@ -158,7 +165,7 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
         same_length = se * XB + so * YB == se * XA + so * YA
         words = se * (XA - 1) + so * (YA - 1) + 1
         out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
-    return out[row_of][:, col_of]
+    return out, row_of, col_of
 
 
 def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int):
@@ -221,12 +228,16 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...
     variants = table_variants(depth)
     memo: dict = {}
     for d in dict.fromkeys(d for win in windows for d in win.dims):
+        # Per partner chain one column; partner chains of equal types give equal columns, and a
+        # comparison of rows reads the same on one copy of a column as on all: one column per type.
         extra = []
         for win in (win for win in windows if d in win.dims):
             o = win.other(d)
             for j, le, lo, outer in variants:
-                extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo))
-                extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo).T)
+                table, row_of, _ = _type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo)
+                extra.append(table[row_of])
+                table, _, col_of = _type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
+                extra.append(table[:, col_of].T)
         out[d] = out[d].take(_undominated(out[d], np.concatenate(extra, axis=1)))
     return out
 

@@ -79,25 +79,50 @@ def part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family:
         return rows, np.repeat(lo, counts) + (np.arange(rows.size) - start)
     if max_factor < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # The family's parts depend on the parent tile alone (each row then keeps those >= its inner tile and,
-    # for even parts, dividing its pieces): tabled once per distinct parent, then spread over the rows,
-    # instead of a pass over every row per factor (seconds with 128 instances a side).
-    values, which = np.unique(parent, return_inverse=True)
-    per_value, value_of, m_index, listed_part = _listed_parts(values, max_factor, family)
-    first = np.cumsum(per_value) - per_value
-    # A row keeps a prefix of its parent's list, the parts >= its inner tile: counted by one search.
-    big = int(values.max()) + 1
-    key = value_of * big - listed_part  # ascending
-    n = np.searchsorted(key, which * big - inner, side="right") - first[which]
-    row = np.repeat(np.arange(parent.size), n)
-    k = np.repeat(first[which], n) + (np.arange(row.size) - np.repeat(np.cumsum(n) - n, n))
-    m, p = m_index[k], listed_part[k]
-    if family == EVEN_PARTS:
-        ok = common[row] % p == 0
-        row, m, p = row[ok], m[ok], p[ok]
+    if family == BALANCED_PARTS:  # few cheap passes, and the output is most of the work
+        rows, parts = [], []
+        previous = parent
+        for m in range(2, max_factor + 1):
+            if m % 256 == 0:
+                checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
+            part = -(-parent // m)
+            ok = (part >= inner) & (part < parent) & (part != previous)  # non-increasing in m: new values only
+            previous = part
+            rows.append(np.flatnonzero(ok))
+            parts.append(part[ok])
+        return np.concatenate(rows), np.concatenate(parts)
+    row, m, p = _even_choices(parent, inner, max_factor, common)
     # Factor-major, then rows ascending (they are already): a stable sort on the factor, a radix sort when it fits 16 bits.
     order = np.argsort(m.astype(np.uint16) if max_factor < 2**16 else m, kind="stable")
     return row[order], p[order]
+
+
+def _even_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, common: np.ndarray):
+    """``(row, factor - 2, part)`` of :data:`EVEN_PARTS`, by row then factor.
+
+    The even parts of a parent tile are its divisors: tabled once per
+    distinct parent, each row then keeps those >= its inner tile that
+    divide its pieces, instead of a pass (two remainders) over every row
+    per factor, which took seconds with 128 instances a side.
+    """
+    which, first, n, m_index, listed_part = _prefix_choices(parent, inner, max_factor, EVEN_PARTS)
+    row = np.repeat(np.arange(parent.size), n)
+    k = np.repeat(first[which], n) + (np.arange(row.size) - np.repeat(np.cumsum(n) - n, n))
+    m, p = m_index[k], listed_part[k]
+    ok = common[row] % p == 0
+    return row[ok], m[ok], p[ok]
+
+
+def _prefix_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family: str):
+    """The parts of the family per distinct parent (:func:`_listed_parts`, decreasing) and per row how many of
+    its parent's are >= its inner tile (a prefix): ``(which parent, its first entry, count, factor - 2, part)``."""
+    values, which = np.unique(parent, return_inverse=True)
+    per_value, value_of, m_index, listed_part = _listed_parts(values, max_factor, family)
+    first = np.cumsum(per_value) - per_value
+    big = int(values.max()) + 1
+    key = value_of * big - listed_part  # ascending: by value, then parts decreasing
+    n = np.searchsorted(key, which * big - inner, side="right") - first[which]
+    return which, first, n, m_index, listed_part
 
 
 def _listed_parts(values: np.ndarray, max_factor: int, family: str):
@@ -134,7 +159,12 @@ def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, fami
     parent = _parents(tiles, extent, s)
     if family == ALL_PARTS:
         return np.maximum(parent - np.maximum(tiles[:, s - 1], -(-parent // max_factor)), 0)
-    rows, _ = part_choices(parent, tiles[:, s - 1], max_factor, family, common)
+    max_factor = min(max_factor, int(parent.max(initial=1)))
+    if max_factor < 2:
+        return np.zeros(tiles.shape[0], dtype=np.int64)
+    if family == BALANCED_PARTS:  # every balanced part >= the inner tile is listed: the prefix's length
+        return _prefix_choices(parent, tiles[:, s - 1], max_factor, family)[2].astype(np.int64)
+    rows, _, _ = _even_choices(parent, tiles[:, s - 1], max_factor, common)
     return np.bincount(rows, minlength=tiles.shape[0]).astype(np.int64)
 
 

@@ -12,7 +12,8 @@ same order, the same values, the same keys in the same order.
   signature rows and ``np.unique`` grouping it replaced;
 - ``row_groups`` / ``distinct_rows`` against ``np.unique``, also when every
   hash collides (the exact fallback);
-- ``part_choices`` against the pass per factor over every row;
+- ``part_choices`` (and the counts that choose the family) against the
+  pass per factor over every row;
 - ``all_view_tables`` against the walk of one view at a time with one
   ``single`` walk per pair of levels;
 - window pruning and coincidence tables against ``np.unique`` grouping,
@@ -38,7 +39,7 @@ import mapsearch.model.chains as chains_module  # noqa: E402
 import mapsearch.model.row_keys as row_keys  # noqa: E402
 from mapsearch.model.dominance import beaten_in_groups, survivors, undominated  # noqa: E402
 from mapsearch.model.row_keys import distinct_rows, row_groups  # noqa: E402
-from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, part_choices  # noqa: E402
+from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, _choice_counts, part_choices  # noqa: E402
 from mapsearch.model.spatial_views import _classes, _expanded, _Instance, all_view_tables  # noqa: E402
 from mapsearch.model.window_types import advance_types, context_types  # noqa: E402
 from mapsearch.model import windows  # noqa: E402
@@ -241,10 +242,13 @@ def test_part_choices_are_the_pass_per_factor(seed: int) -> None:
     parent = rng.integers(1, extent + 1, rows)
     inner = np.minimum(rng.integers(1, extent + 1, rows), parent)
     common = np.gcd(parent, rng.integers(0, extent + 1, rows))
+    tiles = np.stack([parent, inner], axis=1)  # level 2's parent tile and its own
     for max_factor in (1, 2, 5, 16, 1000):
         for family in FAMILIES[1:]:
             got, want = part_choices(parent, inner, max_factor, family, common), ref_part_choices(parent, inner, max_factor, family, common)
             assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want))
+            counts = _choice_counts(tiles, extent, 2, max_factor, family, common)
+            assert np.array_equal(counts, np.bincount(want[0], minlength=rows)) and counts.dtype == np.int64
 
 
 # --------------------------------------------------------------------------- view tables

@@ -192,15 +192,13 @@ class _Tables:
         self.idle = [{f: {} for f in footprints} for _ in views]
 
     @staticmethod
-    def add(table: np.ndarray, views: np.ndarray, column: int, at, values: np.ndarray) -> None:
-        """``table[views, column, at] += values`` (``values``: views x rows of ``at``)."""
-        if isinstance(at, slice):
-            if views.size == table.shape[0]:
-                table[:, column, :] += values
+    def add(table: np.ndarray, views: np.ndarray, at, weights: np.ndarray, values: np.ndarray) -> None:
+        """``table[view, :, at] += weight * values`` for each walking view and its weight (rows of ``at``)."""
+        for view, weight in zip(views, weights):
+            if isinstance(at, slice):
+                table[view] += weight * values
             else:
-                table[views, column, :] += values
-        else:
-            table[views[:, None], column, at[None, :]] += values
+                table[view][:, at] += weight * values
 
     def result(self) -> dict:
         """The tables per view, as :func:`view_tables` gives them (rows first)."""
@@ -275,28 +273,36 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
 def _add_instance(inst: _Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:
     """Add one instance's quantities, times each walking view's weight (a row each), at rows ``at``.
 
+    The instance's own quantities are summed over its pieces first, then
+    weighed once per view (integer sums: the same as weighing every piece).
     A view's weight is a product of class sizes, never negative, so a row's
     term is positive exactly where its weight and the instance's term are.
     """
-    depth = inst.depth
+    depth, n = inst.depth, inst.tiles.shape[0]
     pair_index = {pair: p for p, pair in enumerate(out.pairs)}
+    counts = np.zeros((depth + 1, n), dtype=np.int64)
+    sums = {f: np.zeros((depth + 1, n), dtype=np.int64) for f in out.footprints}
+    still_sums = {f: np.zeros((len(out.pairs), n), dtype=np.int64) for f in out.footprints}
     for k, level in enumerate(inst.levels):
         for size, count in level:
             present = count * inst.active(size, k)
             below = inst.singles(size, k) if k < depth else {}
-            out.add(out.counts, walking, k, at, weights * present)
+            counts[k] += present
             for f in out.footprints:
-                out.add(out.sums[f], walking, k, at, weights * (present * footprint_values(f, size)))
+                sums[f][k] += present * footprint_values(f, size)
                 for i, (y, mask) in below.items():
                     still = present * ((y > 0) * footprint_values(f, y))
-                    out.add(out.still[f], walking, pair_index[(k, i)], at, weights * np.where(mask == 0, still, 0))
+                    still_sums[f][pair_index[(k, i)]] += np.where(mask == 0, still, 0)
                     idle = (mask > 0) & (still > 0)
                     if not idle.any():
                         continue
-                    for n, weight in zip(walking, weights):
+                    for view, weight in zip(walking, weights):
                         idle_masks = mask[idle & (weight > 0)]
                         for bits in np.flatnonzero(np.bincount(idle_masks)) if idle_masks.size else ():
-                            column = out.idle[n][f].setdefault((k, i, int(bits)), np.zeros(out.rows, dtype=np.int64))
+                            column = out.idle[view][f].setdefault((k, i, int(bits)), np.zeros(out.rows, dtype=np.int64))
                             column[at] += np.where(mask == bits, weight * still, 0)
-    calls = sum(c * (-(-x // block)) for x, c in inst.levels[-1])
-    out.add(out.calls, walking, 0, at, weights * calls)
+    out.add(out.counts, walking, at, weights, counts)
+    for f in out.footprints:
+        out.add(out.sums[f], walking, at, weights, sums[f])
+        out.add(out.still[f], walking, at, weights, still_sums[f])
+    out.add(out.calls, walking, at, weights, sum(c * (-(-x // block)) for x, c in inst.levels[-1])[None, :])

@@ -98,6 +98,8 @@ def row_groups(columns: list[np.ndarray], rows: np.ndarray) -> list[np.ndarray]:
     ``np.unique(table[rows], axis=0, return_inverse=True)[1]`` would (the
     groups come in another order).
     """
+    if rows.size == 0:
+        return []
     order, new = sorted_groups(columns, rows)
     return np.split(order, np.flatnonzero(new)[1:])
 
@@ -116,7 +118,8 @@ def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sorted_groups(columns: list[np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions into ``rows`` with equal rows together (in increasing order), and where a new value starts.
+    """Positions into ``rows`` with equal rows together (each value's in increasing order), and where a new
+    value starts (True at its first position).
 
     Should a hash collision ever put two different values into one run of
     equal hashes, the exact sort is taken.

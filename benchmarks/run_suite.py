@@ -13,23 +13,22 @@ no schedule within the limit; INFEASIBLE), the total words over all links,
 the utilization, the replay check (``ok`` = the count-mode replay agrees with
 the prediction in every figure; ``skip`` when the schedule has more innermost
 tiles than ``--replay-max-tiles``, since the walk is about linear in them),
-and the ratio of words to the lower bound of
-:mod:`mapsearch.model.lower_bound`.
+and the ratio of words to the solver's own floor of that link
+(:func:`mapsearch.model.bounds.link_floors`, built on
+:mod:`mapsearch.model.lower_bound`).
 
 Which link the ratio is about, and why: the **innermost link** (into L0,
-the cache next to compute) against ``io_lower_bound(workload, capacity(L0))``.
-The bound is about one cache of S words in which every operand must sit
-when its MAC runs, fed from anything above: that is exactly L0, whatever the
-levels above do (bypassing L1 or not, every operand crosses into L0), so the
-bound is valid for that link as stated. The link into L1 sees L1 and L0
-together as one (non-inclusive) cache, so its bound uses
-``S = capacity(L1) + capacity(L0)``; it is printed as a second ratio
-(``ratio_top``, for the link just below the top). Note that the solver
+the cache next to compute). Its floor treats L0 as one cache of S words
+(per instance, summed over the link's copies where an array fans out) in
+which every operand must sit when its MAC runs, fed from anything above,
+whatever the levels above do (bypassing L1 or not, every operand crosses
+into L0). The link just below the top sees every level under it as one
+(non-inclusive) cache; it is printed as a second ratio (``ratio_top``). Note that the solver
 minimises time first, then the words summed over all links, not the
 innermost link's words, so the ratio measures the schedule (and the
 bound's looseness), not the solver's objective. For convolutions with a
-filter window the bound is the compulsory traffic only (see the module), so
-their ratios are large by construction.
+filter window the bound's segment term is weaker by ``sqrt(R S)`` (the
+filter's taps, see the module), so their ratios are larger by construction.
 
 Totals: the number of layers, the total solve time, the layers that hit the
 time limit, the median ratio over layers, and the count-weighted words and
@@ -52,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from mapsearch.errors import InfeasibleError, MapsearchError, SolverTimeout  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
-from mapsearch.model.lower_bound import io_lower_bound_detail  # noqa: E402
+from mapsearch.model.bounds import link_floors  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
@@ -148,12 +147,13 @@ class Row:
 
 
 def run_layer(layer: Layer, arch: Architecture, options: SolveOptions, replay_max_tiles: int) -> Row:
-    caps = [lv.capacity for lv in arch.levels]
     row = Row(layer.name, layer.count, layer.workload.macs, "", 0.0)
-    b = io_lower_bound_detail(layer.workload, caps[-1])
-    row.bound, row.bound_kind = b.value, b.which
-    if len(caps) >= 3:
-        row.top_bound = io_lower_bound_detail(layer.workload, sum(caps[1:])).value
+    # The solver's own per-link floors (model/bounds.py): summed over a link's copies where the array fans out.
+    floors = link_floors(Problem(layer.workload, arch))
+    inner = floors[arch.depth - 1]
+    row.bound, row.bound_kind = inner.total, "matmul" if inner.io > inner.down + inner.up else "compulsory"
+    if arch.depth >= 3:
+        row.top_bound = floors[1].total
     t0 = time.perf_counter()
     try:
         result = solve(Problem(layer.workload, arch), options=options)
@@ -225,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     caps = ", ".join(f"{lv.name} {lv.capacity if lv.capacity is not None else 'inf'}" for lv in arch.levels)
     print(f"suite {args.suite}: {len(layers)} layers; architecture {arch.name} ({caps} words); "
           f"objective {args.objective}; time limit {args.time_limit:g} s per layer")
-    print(f"ratio = words on the link into {arch.levels[-1].name} / io_lower_bound(S = {arch.levels[-1].capacity}); "
-          f"'*' = compulsory-traffic bound only (not matmul-like)")
+    print(f"ratio = words on the link into {arch.levels[-1].name} / its floor (model/bounds.link_floors); "
+          f"'*' = compulsory-traffic bound only (the segment bound is lower or does not apply)")
     print(HEADER)
     print("-" * len(HEADER))
     rows = []
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if ratios:
         print(f"median ratio to the bound (L0 link): {statistics.median(ratios):.2f} over {len(ratios)} layers "
               f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
-              + (f"; matmul-bound layers only: median {statistics.median(mm_ratios):.2f} over {len(mm_ratios)}"
+              + (f"; segment-bound layers only: median {statistics.median(mm_ratios):.2f} over {len(mm_ratios)}"
                  if mm_ratios and len(mm_ratios) != len(ratios) else ""))
         inner = sum(r.inner_words * r.count for r in solved)
         bound = sum(r.bound * r.count for r in solved)

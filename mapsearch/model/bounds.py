@@ -13,12 +13,14 @@ Per tensor ``X`` and link into level ``a`` (``home(X) < a <= L0``):
 ``touched(X)`` counts the elements some MAC reads (a stride larger than the
 dilation leaves holes that no schedule has to load).
 
-Per link ``a``, for matmul-like einsums (:func:`is_matmul_like`) on an
-architecture without spatial fanout, when every tensor's home is above
-``a`` and the levels ``a..L0`` are all bounded:
+Per link ``a``, for einsums that are matmul-like once some window
+dimensions are fixed (:func:`segment_reuse` gives ``K``: 1 for matmuls,
+``R S`` for convolutions), when every tensor's home is above ``a`` and the
+levels ``a..L0`` are all bounded (:func:`copy_union`):
 
-    sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(S_a)) - 2 S_a,
-    S_a = sum_{i >= a} capacity_i
+    sum_X down[X, a] + up[X, a] >= ceil(2 MACs / sqrt(K S_a)) - 2 n_a S_a,
+    n_a = the link's copies (instances above a),
+    S_a = sum_{i >= a} capacity_i x (level-i instances under one copy)
 
 Time, per link: the link has ``n_a`` copies (the instances of the levels
 above it: 1 above every meshed level), its words are summed over them and
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.model.lower_bound import io_lower_bound_detail, is_matmul_like, touched_elements
+from mapsearch.model.lower_bound import io_lower_bound_detail, segment_reuse, touched_elements
 from mapsearch.spec.workload import Workload
 
 _ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension
@@ -97,27 +99,37 @@ def tensor_floors(p: Problem) -> dict[tuple[str, int], tuple[int, int]]:
     return out
 
 
-def _no_fanout(p: Problem) -> bool:
-    return all(lv.instances == 1 for lv in p.architecture.levels)
+def copy_union(p: Problem, a: int) -> tuple[int, int] | None:
+    """``(n_a, S_a)``: link ``a``'s copies and the words one copy's subtree holds (levels ``a..L0``, every
+    instance under one parent instance), or None when a level there is unbounded."""
+    levels = p.architecture.levels
+    if any(lv.capacity is None for lv in levels[a:]):
+        return None
+    copies = math.prod(lv.instances for lv in levels[:a])
+    held, per_copy = 0, 1
+    for lv in levels[a:]:
+        per_copy *= lv.instances
+        held += lv.capacity * per_copy
+    return copies, held
 
 
 def link_floors(p: Problem) -> dict[int, LinkFloor]:
     """The floor of every link (child level ``1..L0``)."""
     w = p.workload
     per_tensor = tensor_floors(p)
-    caps = [lv.capacity for lv in p.architecture.levels]
     out: dict[int, LinkFloor] = {}
     if p.fusion_level is not None:
         return out
-    matmul = is_matmul_like(w) and _no_fanout(p)
+    matmul = segment_reuse(w) is not None  # matmul-like once the window dims are fixed
     for a in range(1, p.depth + 1):
         down = sum(per_tensor.get((t, a), (0, 0))[0] for t in w.tensor_names)
         up = sum(per_tensor.get((t, a), (0, 0))[1] for t in w.tensor_names)
         io = 0
-        if matmul and all(p.home(t) < a for t in w.tensor_names) and all(c is not None for c in caps[a:]):
-            s = sum(caps[a:])
-            if s >= 1:
-                io = max(0, io_lower_bound_detail(w, s).matmul or 0)
+        union = copy_union(p, a)
+        if matmul and union is not None and all(p.home(t) < a for t in w.tensor_names) and union[1] >= 1:
+            copies, s = union
+            # per copy Q_i >= 2 M_i / sqrt(K S) - 2 S, and the copies' MACs M_i add up to the einsum's
+            io = max(0, (io_lower_bound_detail(w, s).matmul or 0) + 2 * s - 2 * copies * s)
         out[a] = LinkFloor(a, down, up, io)
     return out
 
@@ -219,10 +231,13 @@ def contract_floors(p: Problem, scale: int) -> tuple[int, int]:
 
 
 def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
-    """``time >= `` each link's least time given its floors and copies (:func:`link_time_floor`)."""
+    """``time >= `` each link's least time given its floors and copies (:func:`link_time_floor`) and the
+    compute time of the fewest calls spread over every instance (:func:`compute_time_floor`)."""
     if enc.time is None:
         return
     best = link_time_floor(enc.problem, floors, enc.scale)
+    if enc.problem.fusion_level is None:  # a fused stage's time is not its own: no floor claimed (as for words)
+        best = max(best, compute_time_floor(enc.problem, enc.scale))
     if best > enc.time.lo:
         enc.model.add(enc.time.expr >= best)
     enc.cache["bounds_time"] = best

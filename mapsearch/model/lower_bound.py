@@ -20,9 +20,13 @@ above that cache (the default: homes at the top). It is the largest of:
    convolutions qualify), and every dimension indexing at least two of the
    three tensors. A dimension in A and Z is an "m", in B and Z an "n", in A
    and B a "k", in all three a batch dimension. Plain matmuls, batched
-   matmuls (attention per head) and 1x1 convolutions are matmul-like;
-   convolutions with a filter window (``p + r``) are not, and get the
-   compulsory bound only.
+   matmuls (attention per head) and 1x1 convolutions are matmul-like.
+
+3. **The windowed bound** ``2 * MACs / sqrt(K S) - 2S`` for einsums that
+   become matmul-like once a set ``F`` of dimensions is held at one value
+   (``segment_reuse``): a convolution ``O[n,k,p,q] += I[n,c,p*u+r*v,q*u+s*v]
+   * W[k,c,r,s]`` with ``F = {r, s}`` leaves ``I[n, c, p*u + const, ...]``,
+   a matmul over ``n, k, c, p, q``, and ``K = R S`` (below).
 
 Source of (2): T. M. Smith, B. Lowery, J. Langou, R. A. van de Geijn,
 "A Tight I/O Lower Bound for Matrix Multiplication", arXiv:1702.02017
@@ -54,6 +58,27 @@ output word ends up stored to a level above):
 - With ``h`` segments, ``MACs <= h * S^(3/2)`` and ``arrivals >= (h-1) * 2S``,
   so ``Q >= arrivals >= 2 MACs / sqrt(S) - 2S``.
 
+Proof of (3). Run the argument above unchanged up to the segment: its
+MACs use at most ``3S`` distinct elements, ``|X|, |Y|, |Z| <= 3S`` in all.
+Split the segment's MACs by their value ``f`` of the dimensions ``F``:
+``V_f``. With ``f`` fixed, each tensor's element is an injective function
+of the free dimensions it has (each free dimension sits alone, with a
+nonzero coefficient, on one axis; the rest of the axis is a constant), and
+every free dimension is in at least two tensors, so by Shearer's lemma
+(Loomis-Whitney with each coordinate covered at least twice)
+``|V_f|^2 <= |X_f| |Y_f| |Z_f|``, where ``X_f`` is the set of X's elements
+the MACs of ``V_f`` use. Every ``X_f`` is inside the segment's ``X``. A
+tensor that has every dimension of ``F`` alone on an axis (the filter
+``W[k,c,r,s]``) has disjoint ``X_f`` over the ``f``: ``sum_f |X_f| <= |X|``.
+With one such tensor ``W``, by Cauchy-Schwarz
+``MACs = sum_f |V_f| <= sqrt(|O| |I|) sum_f sqrt(|W_f|) <= sqrt(|O| |I|)
+sqrt(|F| |W|)``, ``|F| = prod_{d in F} E_d``: the matmul's segment bound
+times ``sqrt(K)`` with ``K = |F|``. With two, ``sum_f sqrt(|X_f| |W_f|) <=
+sqrt(|X| |W|)`` and ``K = 1``; with none, ``K = |F|^2``. The rest of the
+argument is unchanged (the best segment length is still ``2S``). The
+filter's window is what weakens it: each output is reused with ``R S``
+filter taps, each input with up to ``R S`` outputs.
+
 The argument needs the homes above the cache (a tensor living whole in the
 cache never crosses the link) and counts words, so a block op, double
 buffering or bypass above the cache can only add words: the bound holds for
@@ -61,24 +86,23 @@ all of them. It does NOT use the solver's restrictions (pinned filter dims,
 tile chains), so a schedule below it would be a bug in the solver or the
 replay, not a gap in the family.
 
-Not used for convolutions with a filter window: published bounds (e.g.
-Demmel & Dinh, "Communication-Optimal Convolutional Neural Nets",
-arXiv:1802.06905, 2018; Chen et al., "Communication Lower Bound in
-Convolution Accelerators", HPCA 2020) are stated in other memory models
-(asymptotic constants, or counting that differs from our span-based words)
-and we have not re-derived them for this cost model, so such layers get the
-compulsory bound only, which is weak for them (ratios of 10-100x are the
-bound's looseness, not necessarily the schedule's).
+Published convolution bounds (e.g. Demmel & Dinh, "Communication-Optimal
+Convolutional Neural Nets", arXiv:1802.06905, 2018; Chen et al.,
+"Communication Lower Bound in Convolution Accelerators", HPCA 2020) are
+tighter for some shapes but stated in other memory models (asymptotic
+constants, or counting that differs from our span-based words); (3) is
+re-derived for this cost model from the matmul argument alone.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 from mapsearch.spec.workload import AffineIndex, Workload
 
-__all__ = ["IOBound", "io_lower_bound", "io_lower_bound_detail", "is_matmul_like", "touched_elements"]
+__all__ = ["IOBound", "io_lower_bound", "io_lower_bound_detail", "is_matmul_like", "segment_reuse", "touched_elements"]
 
 
 @dataclass(frozen=True)
@@ -127,17 +151,67 @@ def is_matmul_like(workload: Workload) -> bool:
     return True
 
 
+def _slice_reuse(workload: Workload, fixed: frozenset[str]) -> int | None:
+    """``K`` with ``MACs per segment <= sqrt(K) * S^{3/2}`` when the dims ``fixed`` are held at one value, or None.
+
+    Fixing ``fixed`` must leave a matmul-like einsum: every axis has at most
+    one free term (a free dimension with its coefficient, the rest a
+    constant), and every free dimension indexes two or more tensors. A
+    tensor whose axes include every fixed dimension alone (``W[k, c, r, s]``
+    for ``fixed = {r, s}``) has disjoint slices: ``K = prod E_fixed``; two
+    such tensors: ``K = 1``; none: ``K = (prod E_fixed)^2``.
+    """
+    e = workload.einsum
+    if len(e.inputs) != 2:
+        return None
+    for t in e.tensors:
+        free_terms = [d for ix in t.indices for d, _ in ix.terms if d not in fixed]
+        if any(sum(d not in fixed for d, _ in ix.terms) > 1 for ix in t.indices) or \
+                len(free_terms) != len(set(free_terms)):  # two free dims on one axis, or one on two axes
+            return None
+    for d in workload.dims:
+        if d not in fixed and sum(d in t.dims for t in e.tensors) < 2:
+            return None
+    slices = math.prod(workload.extent[d] for d in fixed)
+    partitioned = sum(all(any(ix.terms == ((d, ix.terms[0][1]),) for ix in t.indices) for d in fixed)
+                      for t in e.tensors)
+    if not fixed or partitioned >= 2:
+        return 1
+    return slices if partitioned == 1 else slices * slices
+
+
+def segment_reuse(workload: Workload) -> int | None:
+    """The least ``K`` over the sets of window dimensions to fix (``_slice_reuse``), or None if none applies.
+
+    Plain matmul-like einsums: ``K = 1`` (nothing fixed). Convolutions with a
+    filter window: fixing the filter dims ``r, s`` leaves a matmul over
+    ``n, k, c, p, q`` and the filter's slices are disjoint, so ``K = R S``.
+    Only dimensions of multi-term axes are candidates (at most 2^4 sets).
+    """
+    shared = sorted({d for t in workload.einsum.tensors for ix in t.indices if len(ix.terms) > 1 for d, _ in ix.terms})
+    if len(shared) > 8:
+        return None
+    best = None
+    for n in range(len(shared) + 1):
+        for fixed in itertools.combinations(shared, n):
+            k = _slice_reuse(workload, frozenset(fixed))
+            if k is not None and (best is None or k < best):
+                best = k
+    return best
+
+
 def io_lower_bound_detail(workload: Workload, capacity_words: int) -> IOBound:
     """The bound with its parts; see the module docstring for the derivation."""
     if capacity_words < 1:
         raise ValueError(f"capacity_words must be >= 1, got {capacity_words}")
     compulsory = sum(touched_elements(workload, t) for t in workload.tensor_names)
     matmul = None
-    if is_matmul_like(workload):
+    reuse = segment_reuse(workload)
+    if reuse is not None:
         s = capacity_words
-        # 2 * MACs / sqrt(S) - 2S, rounded up (the words are integers); exact
-        # integer arithmetic: ceil(2*MACs / sqrt(S)) = ceil(sqrt(4*MACs^2 / S)).
-        matmul = _ceil_sqrt_fraction(4 * workload.macs * workload.macs, s) - 2 * s
+        # 2 * MACs / sqrt(K S) - 2S, rounded up (the words are integers); exact
+        # integer arithmetic: ceil(2*MACs / sqrt(K S)) = ceil(sqrt(4*MACs^2 / (K S))).
+        matmul = _ceil_sqrt_fraction(4 * workload.macs * workload.macs, reuse * s) - 2 * s
     value = max(compulsory, matmul if matmul is not None else 0)
     return IOBound(capacity_words, compulsory, matmul, value)
 

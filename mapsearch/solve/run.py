@@ -409,7 +409,7 @@ def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
 
 def _floor(enc: Encoding, name: str) -> int | None:
     """A proven lower bound on the phase's objective, where one is known (model/bounds.py for the links)."""
-    from mapsearch.model.bounds import time_floor, words_floor
+    from mapsearch.model.bounds import compute_time_floor, time_floor, words_floor
 
     if name == "words":
         return words_floor(enc) or None
@@ -420,7 +420,10 @@ def _floor(enc: Encoding, name: str) -> int | None:
     busiest = ("rep",) * len(enc.spatial_levels)  # the representative instance's calls (model/spatial_chains.py)
     fewest_calls = math.prod(int(np.min(c.calls if c.flavoured is None else c.flavoured[busiest]["calls"]))
                              for c in enc.chains.values())
-    return max(fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale), time_floor(enc))
+    # The calls spread over every instance (compute_time_floor) can exceed the busiest instance's
+    # fewest calls per dimension: those minima split every dimension over the whole array at once.
+    return max(fewest_calls * int(enc.problem.architecture.compute.clocks_per_call * enc.scale), time_floor(enc),
+               compute_time_floor(enc.problem, enc.scale))
 
 
 def _hint(model: cp_model.CpModel, variables: list, solver: cp_model.CpSolver) -> None:

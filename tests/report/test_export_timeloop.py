@@ -102,12 +102,12 @@ def test_16x16_array_schedule_with_a_pass_through_level():
     assert [n["name"] for n in arch_nodes] == ["system", "DRAM", "GLB", "PE_parts_array", "PE_parts", "PE", "MAC"]
     assert arch_nodes[3]["spatial"] == {"meshX": 16, "meshY": 16}
     mapping = docs["mapping.yaml"]
-    # GLB tiles k by 32; n in parts of 6 on x (16 parts), each k piece in parts of 2 on y; each PE then loops over
-    # its part's tiles (n by 2: 3 trips; k by 2: 1 trip).
+    # GLB tiles n by 32; each n piece in parts of 2 on x (16 parts), k (64) in parts of 4 on y; each PE then loops
+    # over its part's tiles (n by 2: 1 trip; k by 2: 2 trips).
     spatial = entry(mapping, "GLB", "spatial")
     assert spatial["factors"] == ["M=1", "N=16", "K=16"] and spatial["permutation"][:1] == ["N"] and spatial["split"] == 1
     assert entry(mapping, "PE_parts", "dataspace")["keep"] == []
-    assert entry(mapping, "PE_parts", "temporal")["factors"] == ["M=128", "N=3", "K=1"]
+    assert entry(mapping, "PE_parts", "temporal")["factors"] == ["M=128", "N=1", "K=2"]
 
 
 def test_16x16_array_schedule_with_residual_spatial_factors():

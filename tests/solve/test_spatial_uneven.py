@@ -117,3 +117,18 @@ def test_a_reduced_part_family_is_named(monkeypatch, limit, family, clocks) -> N
     assert result.status == "OPTIMAL_IN_FAMILY"
     assert f"spatial parts: m {family}; n {family}; k {family}" in result.family_restrictions
     assert result.phases[0].value == clocks == f.compute_time
+
+
+def test_the_time_floor_spreads_the_calls_over_every_instance():
+    # 8^3 on 16 instances: every dimension alone fits the array (1 call per instance for each),
+    # but the 512 calls cannot: the busiest instance makes at least 512 / 16 = 32.
+    from mapsearch.model.build import build
+    from mapsearch.model.bounds import compute_time_floor
+    from mapsearch.solve.run import _floor
+
+    w, a = compute_bound(8, 16, 1)
+    enc = build(Problem(w, a), options=SolveOptions())
+    assert compute_time_floor(Problem(w, a), enc.scale) == 32 * enc.scale
+    assert _floor(enc, "time") >= 32 * enc.scale
+    result, replayed = solved(w, a)
+    assert result.proven and replayed.time == 32  # the floor is met: 16 instances busy on every step

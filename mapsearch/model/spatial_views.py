@@ -287,6 +287,8 @@ def _add_instance(inst: _Instance, at, walking: np.ndarray, weights: np.ndarray,
     for k, level in enumerate(inst.levels):
         for size, count in level:
             present = count * inst.active(size, k)
+            if not present.any():
+                continue  # no such piece on any row (a remainder where the tile divides): adds nothing
             below = inst.singles(size, k) if k < depth else {}
             counts[k] += present
             for f in out.footprints:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mapsearch.model.row_keys import columns_of, differs_from_previous, digest, row_groups, varying
+from mapsearch.model.row_keys import columns_of, differs_from_previous, digest, sorted_groups, varying
 
 # Groups up to this size are compared pairwise, all such groups at once (their pairs cost size^2);
 # larger ones go through undominated's front.
@@ -107,36 +107,46 @@ def dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
     for v in views:
         exact += [v["counts"]] + [v["sums"][f] for f in sorted(v["sums"])] + [v["calls"]]
         still += [[v["small"][f][k] for k in sorted(v["small"][f])] for f in sorted(v["small"]) if v["small"][f]]
-    groups = row_groups(columns_of(exact), idx)
+    order, new = sorted_groups(columns_of(exact), idx)
     # a beats b: a is at least as still and no larger than b, and differs from it
     better = np.stack([c[idx] for c in columns_of(still)] + [-q["tiles"][idx, j] for j in range(q["tiles"].shape[1])],
                       axis=1)
-    return idx[~beaten_in_groups(groups, better)]
+    return idx[~beaten_in_groups(order, new, better)]
 
 
-def beaten_in_groups(groups: list[np.ndarray], v: np.ndarray) -> np.ndarray:
-    """Per row of ``v``: some other row of its group dominates it (``>=`` everywhere, ``!=`` somewhere)."""
+def beaten_in_groups(order: np.ndarray, new: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per row of ``v``: some other row of its group dominates it (``>=`` everywhere, ``!=`` somewhere).
+
+    The groups as :func:`mapsearch.model.row_keys.sorted_groups` gives them:
+    rows ``order`` with each group together, ``new`` where one starts (no
+    list of thousands of small arrays to build).
+    """
     beaten = np.zeros(v.shape[0], dtype=bool)
     exact_sums = _sums_exact(v)  # then for every part of v too
-    small = [g for g in groups if 1 < g.size <= _PAIRWISE_GROUP]
-    if small:
-        beaten |= _beaten_pairwise(small, v, exact_sums)
-    for g in groups:
-        if g.size > _PAIRWISE_GROUP:
-            beaten[g] = ~undominated(v[g], exact_sums)
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, order.size))
+    small = (sizes > 1) & (sizes <= _PAIRWISE_GROUP)
+    if small.any():
+        size, at = sizes[small], starts[small]
+        members = order[np.repeat(at, size) + (np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size))]
+        beaten |= _beaten_pairwise(members, size, v, exact_sums)
+    for at, size in zip(starts[sizes > _PAIRWISE_GROUP], sizes[sizes > _PAIRWISE_GROUP]):
+        g = order[at:at + size]
+        beaten[g] = ~undominated(v[g], exact_sums)
     return beaten
 
 
-def _beaten_pairwise(groups: list[np.ndarray], v: np.ndarray, exact_sums: bool) -> np.ndarray:
-    """:func:`beaten_in_groups` by comparing every ordered pair of rows of each group, a batch of groups at once."""
+def _beaten_pairwise(members: np.ndarray, sizes: np.ndarray, v: np.ndarray, exact_sums: bool) -> np.ndarray:
+    """:func:`beaten_in_groups` of the groups of ``sizes`` (their rows one after another in ``members``) by
+    comparing every ordered pair of rows of each group, a batch of groups at once."""
     beaten = np.zeros(v.shape[0], dtype=bool)
     total = v.sum(axis=1) if exact_sums else None
-    sizes = np.array([g.size for g in groups], dtype=np.int64)
-    batch_end = np.searchsorted(np.cumsum(sizes * sizes), np.arange(1, len(groups) + 1) * _CELLS_AT_ONCE // 4)
+    ends = np.cumsum(sizes)
+    batch_end = np.searchsorted(np.cumsum(sizes * sizes), np.arange(1, sizes.size + 1) * _CELLS_AT_ONCE // 4)
     first = 0
-    while first < len(groups):
+    while first < sizes.size:
         last = max(first + 1, int(batch_end[first]))
-        a, b = _pairs(groups[first:last], sizes[first:last])
+        a, b = _pairs(members[ends[first] - sizes[first]:ends[last - 1]], sizes[first:last])
         if exact_sums:  # a >= b everywhere and a != b: a has the larger sum
             a, b = a[total[a] > total[b]], b[total[a] > total[b]]
         # Most pairs fail on the first columns: a slice at a time, on the pairs still standing.
@@ -151,9 +161,8 @@ def _beaten_pairwise(groups: list[np.ndarray], v: np.ndarray, exact_sums: bool) 
     return beaten
 
 
-def _pairs(groups: list[np.ndarray], sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every ordered pair ``(a, b)``, ``a != b``, of rows of one group."""
-    members = np.concatenate(groups)
+def _pairs(members: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(a, b)``, ``a != b``, of rows of one group (``members``: groups of ``sizes``)."""
     per_member = np.repeat(sizes, sizes)  # each member meets every member of its group
     group_start = np.repeat(np.cumsum(sizes) - sizes, sizes)
     a = np.repeat(np.arange(members.size), per_member)

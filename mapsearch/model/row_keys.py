@@ -91,19 +91,6 @@ def differs_from_previous(columns: list[np.ndarray], order: np.ndarray, hashes: 
     return new
 
 
-def row_groups(columns: list[np.ndarray], rows: np.ndarray) -> list[np.ndarray]:
-    """The rows ``rows`` (an index into the blocks) grouped by equal columns, as positions into ``rows``.
-
-    Each group lists its positions in increasing order, as a stable sort of
-    ``np.unique(table[rows], axis=0, return_inverse=True)[1]`` would (the
-    groups come in another order).
-    """
-    if rows.size == 0:
-        return []
-    order, new = sorted_groups(columns, rows)
-    return np.split(order, np.flatnonzero(new)[1:])
-
-
 def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``(first, inverse)``: the first row of each distinct value of ``columns`` and each row's index into it.
 

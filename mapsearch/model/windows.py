@@ -43,7 +43,7 @@ from mapsearch.model.chains import DimChains
 from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.model.row_keys import distinct_rows, row_groups, sorted_groups
+from mapsearch.model.row_keys import distinct_rows, sorted_groups
 from mapsearch.model.window_types import advance_types, context_types
 from mapsearch.spec.workload import Workload
 
@@ -261,9 +261,8 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
     # First among rows that read alike everywhere (only their extents differ), then across them.
     rows = np.arange(len(ch))
     for columns in (exact + good, exact):
-        groups = row_groups(columns, rows)
         v = np.concatenate([b[rows] for b in good] + [-ch.tiles[rows]], axis=1)
-        beaten = beaten_in_groups(groups, v)
+        beaten = beaten_in_groups(*sorted_groups(columns, rows), v)
         order, first_of_value = sorted_groups(columns + good + [ch.tiles], rows)
         beaten[order[~first_of_value]] = True  # a later twin
         rows = rows[~beaten]

@@ -10,7 +10,7 @@ same order, the same values, the same keys in the same order.
 - dominance: ``undominated`` and ``beaten_in_groups`` against an all-pairs
   search; ``survivors`` (the whole pruning) against the sort of whole
   signature rows and ``np.unique`` grouping it replaced;
-- ``row_groups`` / ``distinct_rows`` against ``np.unique``, also when every
+- ``sorted_groups`` / ``distinct_rows`` against ``np.unique``, also when every
   hash collides (the exact fallback);
 - ``part_choices`` (and the counts that choose the family) against the
   pass per factor over every row;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import mapsearch.model.chains as chains_module  # noqa: E402
 import mapsearch.model.row_keys as row_keys  # noqa: E402
 from mapsearch.model.dominance import beaten_in_groups, survivors, undominated  # noqa: E402
-from mapsearch.model.row_keys import distinct_rows, row_groups  # noqa: E402
+from mapsearch.model.row_keys import distinct_rows, sorted_groups  # noqa: E402
 from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, _choice_counts, part_choices  # noqa: E402
 from mapsearch.model.spatial_views import _classes, _expanded, _Instance, all_view_tables  # noqa: E402
 from mapsearch.model.window_types import advance_types, context_types  # noqa: E402
@@ -196,14 +196,15 @@ def test_undominated_is_the_all_pairs_search(seed: int) -> None:
         assert np.array_equal(undominated(v), ref_undominated(v))
         big = v * (2**60) // 7  # sums would overflow: the comparison without them
         assert np.array_equal(undominated(big), ref_undominated(big))
-        groups = [g for g in np.array_split(rng.permutation(rows), max(1, rows // rng.integers(1, 90))) if g.size]
-        got = beaten_in_groups([np.sort(g) for g in groups], v)
+        groups = [np.sort(g) for g in np.array_split(rng.permutation(rows), max(1, rows // rng.integers(1, 90))) if g.size]
+        new = np.concatenate([np.arange(g.size) == 0 for g in groups])
+        got = beaten_in_groups(np.concatenate(groups), new, v)
         for g in groups:
             assert np.array_equal(got[g], ~ref_undominated(v[g]))
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_row_groups_and_distinct_rows_are_np_unique(seed: int, monkeypatch) -> None:
+def test_sorted_groups_and_distinct_rows_are_np_unique(seed: int, monkeypatch) -> None:
     rng = np.random.default_rng(seed)
     table = _random_table(rng, 400, 5)
     rows = np.sort(rng.choice(400, size=150, replace=False))
@@ -211,7 +212,8 @@ def test_row_groups_and_distinct_rows_are_np_unique(seed: int, monkeypatch) -> N
         if collide:  # every hash equal: the exact fallback must still group exactly
             monkeypatch.setattr(row_keys, "digest", lambda columns, seed, n: np.zeros(n, dtype=np.int64))
         blocks = [table[:, 0], table[:, 1:3], table[:, 3:]]
-        groups = row_groups(blocks, rows)
+        order, new = sorted_groups(blocks, rows)
+        groups = np.split(order, np.flatnonzero(new)[1:])
         assert all(np.all(np.diff(g) > 0) for g in groups)
         assert sorted(g.tolist() for g in groups) == ref_groups(table[rows])
         first, inverse = distinct_rows(blocks)

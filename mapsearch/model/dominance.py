@@ -33,7 +33,9 @@ def survivors(q: dict) -> np.ndarray:
     Rows are sorted by a hash of every quantity the model reads (its
     *signature*), then by extents outermost first: a signature's rows are
     together, and within equal outer extents the smallest innermost comes
-    first and dominates the rest. The hash (its seed, and the columns it
+    first and dominates the rest. Groups are cut wherever neighbouring
+    signatures differ, so a hash collision can only split a group (less
+    pruning), never merge two. The hash (its seed, and the columns it
     reads in this order) and the sort fix the order of the surviving rows,
     so the values of the choice variables: changing either changes every
     model (tests/solve/test_build_recorded.py would say so).

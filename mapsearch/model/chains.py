@@ -34,7 +34,7 @@ import numpy as np
 
 from mapsearch.budget import checkpoint
 from mapsearch.model.chains_pieces import level_pieces
-from mapsearch.model.dominance import dominate_by_stillness
+from mapsearch.model.dominance import survivors as _survivors  # a name tests may replace (keep every row)
 from mapsearch.model.footprints import Footprint, footprint_values, is_positional
 from mapsearch.model.spatial_chains import spatial_quantities
 
@@ -320,49 +320,6 @@ def _prune(q: dict, raw: int, reduced: bool, family: str = "full") -> DimChains:
     return _select(q, _survivors(q), raw, reduced, family)
 
 
-def _survivors(q: dict) -> np.ndarray:
-    """The rows of ``q`` that :func:`_prune` keeps."""
-    tiles = q["tiles"]
-    rows, depth = tiles.shape
-    columns = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])]
-    columns += [np.stack([q["small"][f][key] for key in sorted(q["small"][f])], axis=1)
-                for f in sorted(q["small"]) if q["small"][f]]
-    columns.append(q["calls"][:, None])
-    if q.get("window") is not None:
-        columns.append(q["window"])
-    if q.get("flavoured"):
-        columns.append(q["factors"])
-        for view in q["flavoured"].values():
-            columns += [view["counts"], view["calls"][:, None]] + [view["sums"][f] for f in sorted(view["sums"])]
-            columns += [np.stack([view["small"][f][k] for k in sorted(view["small"][f])], axis=1)
-                        for f in sorted(view["small"]) if view["small"][f]]
-    signature = np.concatenate(columns, axis=1)
-    signature = signature[:, np.any(signature != signature[:1], axis=0)]  # drop constant columns
-    # Group by a 64-bit hash of the signature (one sort key instead of many);
-    # groups are then cut wherever adjacent signatures differ, so a hash
-    # collision can only split a group (less pruning), never merge two.
-    weights = np.random.default_rng(12345).integers(1, 2**62, size=signature.shape[1], dtype=np.int64) | 1
-    with np.errstate(over="ignore"):
-        digest = (signature * weights).sum(axis=1) if signature.shape[1] else np.zeros(rows, dtype=np.int64)
-    keys = [tiles[:, j] for j in range(depth - 1, -1, -1)] + [digest]
-    order = np.lexsort(keys)
-    sig = signature[order]
-    til = tiles[order]
-    new_group = np.ones(rows, dtype=bool)
-    new_group[1:] = np.any(sig[1:] != sig[:-1], axis=1)
-    if depth >= 2:
-        # Within equal signature and equal outer extents, the smallest innermost extent dominates;
-        # with one level below the top, the smallest extent per signature dominates.
-        outer_change = np.ones(rows, dtype=bool)
-        outer_change[1:] = np.any(til[1:, :-1] != til[:-1, :-1], axis=1)
-        keep = new_group | outer_change
-        if depth == 2:
-            keep &= _skyline_2d(new_group, til[:, 0], til[:, 1])
-    else:
-        keep = new_group
-    return order[keep] if q.get("window") is not None else dominate_by_stillness(q, order[keep])
-
-
 def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> DimChains:
     tiles = q["tiles"]
     return DimChains(
@@ -385,20 +342,3 @@ def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> D
             for name, v in q["flavoured"].items()},
         parts_family=q.get("parts_family"),
     )
-
-
-def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
-    """Rows (sorted by group, then outer ascending) whose inner extent beats every earlier row of the group.
-
-    A row with ``outer' <= outer`` and ``inner' <= inner`` earlier in its group dominates it.
-    """
-    group = np.cumsum(new_group) - 1
-    big = int(inner.max()) + 2
-    shifted = group * big + (big - 1 - inner)  # larger is a smaller inner extent
-    running = np.maximum.accumulate(shifted)
-    previous = np.empty_like(running)
-    previous[0] = -1
-    previous[1:] = running[:-1]
-    prev_in_group = previous >= group * big  # an earlier row of the same group exists
-    best_inner_before = np.where(prev_in_group, big - 1 - (previous - group * big), big)
-    return inner < best_inner_before

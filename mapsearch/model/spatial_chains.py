@@ -8,18 +8,11 @@ P_s)``. The *factor* is ``ceil(T_{s-1} / P_s)``, the parts of a full parent
 piece, at most the level's largest mesh axis. Parts need not divide
 anything: the last instances may get smaller or no parts.
 
-Instance ``q`` (one digit per split) walks its own tree (docs/spatial.md):
-at a split it keeps its own part of each parent piece, then tiles it. What
-the model reads of a dimension below a split is a *view*: per meshed level,
-``"rep"`` (digit 0, whose part is the largest in every piece) or ``"sum"``
-(summed over every digit). A view's tables are sums over the view's
-instances of that instance's counts, footprint sums, still sums and calls
-(:func:`view_tables`), vectorised over the chain rows. Digits that get the
-same part of every parent piece do the same work, so the tables walk the
-lowest digit of each such class and weigh it by the class's size: the cost
-is per class (a few per split), whatever the instance count. Why these
-views are all the model needs is proved in docs/spatial.md ("Several
-meshed levels").
+What the model reads of a dimension below a split is a *view* per
+meshed level, the representative instance (``"rep"``) or the sum over
+instances (``"sum"``); the tables of every view are
+:mod:`mapsearch.model.spatial_views`' (the cost is per class of instances
+that do the same work, a few per split, whatever the instance count).
 
 Which parts are enumerated (:func:`choose_families`): per meshed level
 every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
@@ -37,7 +30,7 @@ import itertools
 import numpy as np
 
 from mapsearch.budget import checkpoint
-from mapsearch.model.footprints import footprint_values
+from mapsearch.model.spatial_views import Pieces, all_view_tables
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
@@ -51,9 +44,7 @@ ALL_PARTS = "all parts"
 BALANCED_PARTS = "balanced parts ceil(T/m) only"
 EVEN_PARTS = "even divisions of the parent tile only"
 FAMILIES = (ALL_PARTS, BALANCED_PARTS, EVEN_PARTS)
-
-Pieces = list[tuple[np.ndarray, np.ndarray]]  # (extent, count) per entry, one value per chain row
-
+_CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
 def _parents(tiles: np.ndarray, extent: int, s: int) -> np.ndarray:
@@ -86,24 +77,80 @@ def part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family:
         rows = np.repeat(np.arange(parent.size), counts)
         start = np.repeat(np.cumsum(counts) - counts, counts)
         return rows, np.repeat(lo, counts) + (np.arange(rows.size) - start)
-    rows, parts = [], []
-    previous = parent
-    for m in range(2, max_factor + 1):
-        if m % 256 == 0:
-            checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
-        if family == BALANCED_PARTS:
+    if max_factor < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if family == BALANCED_PARTS:  # few cheap passes, and the output is most of the work
+        rows, parts = [], []
+        previous = parent
+        for m in range(2, max_factor + 1):
+            if m % 256 == 0:
+                checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
             part = -(-parent // m)
             ok = (part >= inner) & (part < parent) & (part != previous)  # non-increasing in m: new values only
             previous = part
+            rows.append(np.flatnonzero(ok))
+            parts.append(part[ok])
+        return np.concatenate(rows), np.concatenate(parts)
+    row, m, p = _even_choices(parent, inner, max_factor, common)
+    # Factor-major, then rows ascending (they are already): a stable sort on the factor, a radix sort when it fits 16 bits.
+    order = np.argsort(m.astype(np.uint16) if max_factor < 2**16 else m, kind="stable")
+    return row[order], p[order]
+
+
+def _even_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, common: np.ndarray):
+    """``(row, factor - 2, part)`` of :data:`EVEN_PARTS`, by row then factor.
+
+    The even parts of a parent tile are its divisors: tabled once per
+    distinct parent, each row then keeps those >= its inner tile that
+    divide its pieces, instead of a pass (two remainders) over every row
+    per factor, which took seconds with 128 instances a side.
+    """
+    which, first, n, m_index, listed_part = _prefix_choices(parent, inner, max_factor, EVEN_PARTS)
+    row = np.repeat(np.arange(parent.size), n)
+    k = np.repeat(first[which], n) + (np.arange(row.size) - np.repeat(np.cumsum(n) - n, n))
+    m, p = m_index[k], listed_part[k]
+    ok = common[row] % p == 0
+    return row[ok], m[ok], p[ok]
+
+
+def _prefix_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family: str):
+    """The parts of the family per distinct parent (:func:`_listed_parts`, decreasing) and per row how many of
+    its parent's are >= its inner tile (a prefix): ``(which parent, its first entry, count, factor - 2, part)``."""
+    values, which = np.unique(parent, return_inverse=True)
+    per_value, value_of, m_index, listed_part = _listed_parts(values, max_factor, family)
+    first = np.cumsum(per_value) - per_value
+    big = int(values.max()) + 1
+    key = value_of * big - listed_part  # ascending: by value, then parts decreasing
+    n = np.searchsorted(key, which * big - inner, side="right") - first[which]
+    return which, first, n, m_index, listed_part
+
+
+def _listed_parts(values: np.ndarray, max_factor: int, family: str):
+    """Per parent extent of ``values``: its parts of the family with factor 2..max_factor, decreasing.
+
+    ``(count per value, value index, factor - 2, part)`` per listed part, by
+    value then factor. Tabled a block of values at a time (values x
+    factors stays small even where both reach the extent).
+    """
+    factor = np.arange(2, max_factor + 1, dtype=np.int64)
+    step = max(1, _CELLS_AT_ONCE // factor.size)
+    value_of, m_index, parts = [], [], []
+    for lo in range(0, values.size, step):
+        checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
+        v = values[lo:lo + step, None]
+        if family == BALANCED_PARTS:
+            part = -(-v // factor[None, :])
+            previous = np.concatenate([v, part[:, :-1]], axis=1)
+            listed = (part < v) & (part != previous)  # non-increasing in m: each value at its first m
         else:
-            part = parent // m
-            ok = (parent % m == 0) & (part >= inner) & (part > 0)
-            ok &= np.where(part > 0, common % np.maximum(part, 1) == 0, False)
-        rows.append(np.flatnonzero(ok))
-        parts.append(part[ok])
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(rows), np.concatenate(parts)
+            part = v // factor[None, :]
+            listed = (v % factor[None, :] == 0) & (part > 0)
+        i, m = np.nonzero(listed)
+        value_of.append(i + lo)
+        m_index.append(m)
+        parts.append(part[i, m])
+    value_of = np.concatenate(value_of)
+    return np.bincount(value_of, minlength=values.size), value_of, np.concatenate(m_index), np.concatenate(parts)
 
 
 def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, family: str,
@@ -112,7 +159,12 @@ def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, fami
     parent = _parents(tiles, extent, s)
     if family == ALL_PARTS:
         return np.maximum(parent - np.maximum(tiles[:, s - 1], -(-parent // max_factor)), 0)
-    rows, _ = part_choices(parent, tiles[:, s - 1], max_factor, family, common)
+    max_factor = min(max_factor, int(parent.max(initial=1)))
+    if max_factor < 2:
+        return np.zeros(tiles.shape[0], dtype=np.int64)
+    if family == BALANCED_PARTS:  # every balanced part >= the inner tile is listed: the prefix's length
+        return _prefix_choices(parent, tiles[:, s - 1], max_factor, family)[2].astype(np.int64)
+    rows, _, _ = _even_choices(parent, tiles[:, s - 1], max_factor, common)
     return np.bincount(rows, minlength=tiles.shape[0]).astype(np.int64)
 
 
@@ -138,178 +190,6 @@ def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[s
         if split_rows <= limit and split_rows > best_rows:
             best, best_rows = combo, split_rows
     return best if best is not None else (EVEN_PARTS,) * len(spatial)
-
-
-# ----------------------------------------------------------------------------- pieces
-def cut(pieces: Pieces, t: np.ndarray) -> Pieces:
-    """Split every piece into full pieces of ``t`` and a remainder (a tiling, or all the parts of a split)."""
-    full_count = np.zeros_like(t)
-    out = []
-    for size, count in pieces:
-        full = size // t
-        rem = size - full * t
-        full_count = full_count + count * full
-        out.append((rem, count * (rem > 0)))
-    return [(t, full_count)] + out
-
-
-def _part(x: np.ndarray, q: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Digit ``q``'s part of a piece of extent ``x`` split into parts of ``p``: ``clip(x - q*p, 0, p)``."""
-    return np.clip(x - q * p, 0, p)
-
-
-class _Instance:
-    """One instance (a digit per meshed level, per chain row) and the quantities of its own tree.
-
-    Its tree cuts, at each level ``k``, every parent piece into its own part
-    (at a meshed level) and then into tiles of ``T_k``; a piece belongs to it
-    when it has a part below it (it is *active*).
-    """
-
-    def __init__(self, tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], digits: dict[int, np.ndarray]):
-        self.tiles = tiles
-        self.depth = tiles.shape[1]
-        self.parts = parts
-        self.digits = digits
-        rows = tiles.shape[0]
-        level: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
-        self.levels = [level]
-        for k in range(1, self.depth + 1):
-            level = cut([(self.own(x, k), c) for x, c in level], tiles[:, k - 1])
-            self.levels.append(level)
-
-    def own(self, x: np.ndarray, k: int) -> np.ndarray:
-        """The instance's part of a level-``(k-1)`` piece at level ``k``'s split (the piece itself without one)."""
-        return _part(x, self.digits[k], self.parts[k]) if k in self.parts else x
-
-    def active(self, x: np.ndarray, k: int) -> np.ndarray:
-        """Whether the instance has a part below a level-``k`` piece of extent ``x``.
-
-        Parts and tiles are non-decreasing in the piece's extent, so it has one
-        below the piece exactly when it has one below the piece's first
-        (largest) tile: follow that one down.
-        """
-        for m in range(k + 1, self.depth + 1):
-            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
-        return x > 0
-
-    def idle_from(self, x: np.ndarray, k: int) -> np.ndarray:
-        """The first level below ``k`` where the instance has no part below a level-``k`` piece ``x`` (depth+1: none)."""
-        first = np.full(x.shape, self.depth + 1, dtype=np.int64)
-        for m in range(k + 1, self.depth + 1):
-            x = np.minimum(self.own(x, m), self.tiles[:, m - 1])
-            first = np.where((x <= 0) & (first > self.depth), m, first)
-        return first
-
-    def single(self, x: np.ndarray, k: int, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """The one level-``i`` piece of the instance below a level-``k`` piece of extent ``x`` (0 if it has
-        several), and the levels whose keepers end its stillness (a bit mask, 0 when nothing does).
-
-        A tile cuts ``y`` into ``floor(y/T)`` full tiles and a remainder; the
-        instance keeps one piece when ``y <= T``, or when there is one full
-        tile and the instance has no part below the remainder. In the second
-        case it idles in the level-``m`` remainder tile, keeping its region,
-        unless it holds an output and a keeper of it at a level from ``m`` to
-        just above the level ``l`` where the instance's part ends moves into
-        the remainder (docs/spatial.md, "Replay decisions": the flush): the
-        mask has the bits ``m .. l-1`` of every such remainder.
-        """
-        mask = np.zeros(x.shape, dtype=np.int64)
-        for m in range(k + 1, i + 1):
-            y = self.own(x, m)
-            t = self.tiles[:, m - 1]
-            rem = y - t
-            one_full = (y > t) & (y < 2 * t) & ~self.active(rem, m)
-            if one_full.any():
-                idle = np.minimum(self.idle_from(np.maximum(rem, 0), m), i)
-                mask |= np.where(one_full, (1 << idle) - (1 << m), 0)
-            x = np.where(y <= t, y, np.where(one_full, t, 0))
-        x = np.where(self.active(x, i), x, 0)
-        return x, np.where(x > 0, mask, 0)
-
-
-def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Digits of a split that do the same work, per row: ``(lowest digit, digits in the class)`` per column.
-
-    Digit ``q``'s part of a parent piece ``z`` is ``P`` when ``q < floor(z/P)``,
-    ``z mod P`` when ``q == floor(z/P)`` and nothing after: between the
-    breakpoints ``floor(z/P)`` and ``floor(z/P) + 1`` of every parent extent
-    ``z`` (and 0, the factor) every digit has the same part of every parent
-    piece, so the same tree (docs/spatial.md, as ``sim/spatial.split_classes``).
-    Repeated breakpoints give empty classes (size 0).
-    """
-    cols = [np.zeros_like(part), factor]
-    for z, count in zs:
-        b = np.where(count > 0, z // part, factor)
-        cols += [np.minimum(b, factor), np.minimum(b + 1, factor)]
-    points = np.sort(np.stack(cols, axis=1), axis=1)
-    return points[:, :-1], np.diff(points, axis=1)
-
-
-def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], view: dict[int, str],
-                footprints, block: int) -> dict:
-    """Counts ``N[k]``, footprint sums ``F[f][k]``, still sums ``W[f][(k, i)]`` and calls of one view.
-
-    Each is the sum over the view's instances (digit 0 at a ``"rep"`` level,
-    every digit at a ``"sum"`` level) of that instance's own quantity
-    (``model/chains.py`` defines them for one tree; a piece counts where the
-    instance is active, and a level-``k`` piece is still up to ``i`` when the
-    instance has one level-``i`` piece below it). A piece still only
-    because the instance idles through remainders is summed apart, under
-    ``W[f][(k, i, mask)]`` (:meth:`_Instance.single`: an output's keeper at a
-    level of ``mask`` flushes it). Digits are walked one class of equal work
-    at a time (:func:`_classes`), weighted by the class size, so the cost is
-    per class, not per instance.
-    """
-    rows, depth = tiles.shape
-    levels = sorted(parts)
-    factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
-    every = _Instance(tiles, extent, parts, {s: np.zeros(rows, dtype=np.int64) for s in levels})
-    summed = {}
-    for s in levels:
-        if view[s] == "sum":
-            above = _expanded(tiles, extent, parts, s - 1)
-            summed[s] = _classes(above, parts[s], factors[s])
-    counts = np.zeros((rows, depth + 1), dtype=np.int64)
-    sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
-    small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)}
-             for f in footprints}
-    calls = np.zeros(rows, dtype=np.int64)
-    zero = np.zeros(rows, dtype=np.int64)
-    for combo in itertools.product(*(range(summed[s][0].shape[1]) if s in summed else range(1) for s in levels)):
-        digits, weight = {}, np.ones(rows, dtype=np.int64)
-        for s, c in zip(levels, combo):
-            digits[s] = summed[s][0][:, c] if s in summed else zero
-            weight = weight * (summed[s][1][:, c] if s in summed else 1)
-        if not weight.any():
-            continue
-        inst = every if not summed else _Instance(tiles, extent, parts, digits)
-        for k, level in enumerate(inst.levels):
-            for size, count in level:
-                on = weight * count * inst.active(size, k)
-                counts[:, k] += on
-                for f in footprints:
-                    sums[f][:, k] += on * footprint_values(f, size)
-                    for i in range(k + 1, depth + 1):
-                        y, mask = inst.single(size, k, i)
-                        still = on * (y > 0) * footprint_values(f, y)
-                        small[f][(k, i)] += np.where(mask == 0, still, 0)
-                        for bits in np.unique(mask[(mask > 0) & (still > 0)]):
-                            idle = small[f].setdefault((k, i, int(bits)), np.zeros(rows, dtype=np.int64))
-                            idle += np.where(mask == bits, still, 0)
-        calls += weight * sum(c * (-(-x // block)) for x, c in inst.levels[-1])
-    return {"counts": counts, "sums": sums, "small": small, "calls": calls}
-
-
-def _expanded(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], level: int) -> Pieces:
-    """Every instance's level-``level`` pieces together: each split cuts every part (the summed tree)."""
-    rows = tiles.shape[0]
-    pieces: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
-    for k in range(1, level + 1):
-        if k in parts:
-            pieces = cut(pieces, parts[k])
-        pieces = cut(pieces, tiles[:, k - 1])
-    return pieces
 
 
 # ----------------------------------------------------------------------------- the chains
@@ -345,6 +225,6 @@ def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints
     out["parts_family"] = families
     out["part_rows"] = int(split_rows)
     by_level = {s: part[:, lv] for lv, s in enumerate(levels)}
-    out["flavoured"] = {view: view_tables(out["tiles"], extent, by_level, dict(zip(levels, view)), footprints, block)
-                        for view in itertools.product(("rep", "sum"), repeat=len(levels))}
+    out["flavoured"] = all_view_tables(out["tiles"], extent, by_level,
+                                       list(itertools.product(("rep", "sum"), repeat=len(levels))), footprints, block)
     return out

@@ -40,8 +40,10 @@ import numpy as np
 
 from mapsearch.budget import checkpoint
 from mapsearch.model.chains import DimChains
+from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
+from mapsearch.model.row_keys import distinct_rows, sorted_groups
 from mapsearch.model.window_types import advance_types, context_types
 from mapsearch.spec.workload import Workload
 
@@ -129,7 +131,7 @@ def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
 # --------------------------------------------------------------------------- the table
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool) -> np.ndarray:
+                      other_outer: bool, memo: dict | None = None) -> np.ndarray:
     """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
 
     Rows: chains of the advancing dimension; columns: chains of the other.
@@ -137,17 +139,25 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     (its level, or the one above where that dimension's loop is inside the
     buffer); ``other_outer``: the other's level-``j`` loop is outer to the
     advancing one, so its context is its level-``j`` piece (else its
-    level-``(j-1)`` piece), taken no deeper than ``lo``.
+    level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
+    kept across calls on the same chains (:func:`_distinct_types`).
     """
-    xb, xa, m = advance_types(advancing.extent, advancing.tiles, j, le)
-    k = min(j if other_outer else j - 1, lo)
-    c, yb, ya, n = context_types(other.extent, other.tiles, k, lo)
-    rows, cols = len(advancing), len(other)
+    table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+    return table[row_of][:, col_of]
+
+
+def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``."""
+    memo = {} if memo is None else memo
+    (xb, xa, m), row_of = _distinct_types(memo, advancing, "advance", j, le)
+    (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo)
+    rows, cols = xb.shape[0], c.shape[0]
     out = np.zeros((rows, cols), dtype=np.int64)
     per_row = max(1, cols * xb.shape[1] * c.shape[1])
     step = max(1, _BLOCK // per_row)
     for lo_row in range(0, rows, step):
-        checkpoint(f"tabling the coincidences of {rows:,} x {cols:,} window chains")
+        checkpoint(f"tabling the coincidences of {len(advancing):,} x {len(other):,} window chains")
         sl = slice(lo_row, lo_row + step)
         XB, XA, M = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None]
         C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
@@ -155,7 +165,30 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
         same_length = se * XB + so * YB == se * XA + so * YA
         words = se * (XA - 1) + so * (YA - 1) + 1
         out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
-    return out
+    return out, row_of, col_of
+
+
+def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int):
+    """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
+    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them.
+
+    A coincidence reads its row's and its column's types alone, and
+    thousands of chains share a few hundred types, so the table is computed
+    on those; the types of one dimension's chains recur in every variant
+    and direction, so ``memo`` keeps them (with the chains, whose ``id`` is
+    the key).
+    """
+    key = (id(ch), kind, level_from, level_to)
+    if key not in memo:
+        if kind == "advance":
+            xb, xa, m = advance_types(ch.extent, ch.tiles, level_from, level_to)
+            types = [xb * (m > 0), xa * (m > 0), m]
+        else:
+            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to)
+            types = [c * (n > 0), yb * (n > 0), ya * (n > 0), n]
+        first, inverse = distinct_rows(types)
+        memo[key] = (ch, [t[first] for t in types], inverse)
+    return memo[key][1:]
 
 
 def table_variants(depth: int) -> list[tuple[int, int, int, bool]]:
@@ -193,56 +226,47 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...
     """
     out = dict(chains)
     variants = table_variants(depth)
+    memo: dict = {}
     for d in dict.fromkeys(d for win in windows for d in win.dims):
+        # Per partner chain one column; partner chains of equal types give equal columns, and a
+        # comparison of rows reads the same on one copy of a column as on all: one column per type.
         extra = []
         for win in (win for win in windows if d in win.dims):
             o = win.other(d)
             for j, le, lo, outer in variants:
-                extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer))
-                extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer).T)
+                table, row_of, _ = _type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo)
+                extra.append(table[row_of])
+                table, _, col_of = _type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
+                extra.append(table[:, col_of].T)
         out[d] = out[d].take(_undominated(out[d], np.concatenate(extra, axis=1)))
     return out
 
 
 def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
-    """Rows of ``ch`` that no other row beats (see :func:`prune_window_chains`), in order."""
+    """Rows of ``ch`` that no other row beats (see :func:`prune_window_chains`), in order.
+
+    A row is beaten by another at least as good everywhere and no larger
+    that differs from it, or by an earlier twin (equal everywhere).
+    """
     x, u = (1, 0), (0, 1)
-    exact = np.concatenate([ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]], axis=1)
-    better = [coincidence_cols]
+    exact = [ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls]
+    still = []
     for f in sorted(ch.small):
         for key in sorted(ch.small[f]):
             col = ch.small[f][key]
             if f == x and u in ch.small:
                 col = col - ch.small[u][key]
-            better.append(col[:, None])
-    good = np.concatenate(better, axis=1)
+            still.append(col)
+    good = [coincidence_cols] + ([np.stack(still, axis=1)] if still else [])
     # First among rows that read alike everywhere (only their extents differ), then across them.
     rows = np.arange(len(ch))
-    for columns in (np.concatenate([exact, good], axis=1), exact):
-        _, group = np.unique(columns[rows], axis=0, return_inverse=True)
-        group = group.ravel()
-        order = np.argsort(group, kind="stable")
-        keep = [members[~_beaten(good[rows[members]], ch.tiles[rows[members]])]
-                for members in np.split(order, np.flatnonzero(np.diff(group[order])) + 1)]
-        rows = rows[np.sort(np.concatenate(keep))] if keep else rows[:0]
+    for columns in (exact + good, exact):
+        v = np.concatenate([b[rows] for b in good] + [-ch.tiles[rows]], axis=1)
+        beaten = beaten_in_groups(*sorted_groups(columns, rows), v)
+        order, first_of_value = sorted_groups(columns + good + [ch.tiles], rows)
+        beaten[order[~first_of_value]] = True  # a later twin
+        rows = rows[~beaten]
     return rows
-
-
-def _beaten(good: np.ndarray, tiles: np.ndarray) -> np.ndarray:
-    """Per row: some other row is at least as good everywhere, no larger, and differs (or is an earlier twin)."""
-    n = good.shape[0]
-    beaten = np.zeros(n, dtype=bool)
-    if n == 1:
-        return beaten
-    step = max(1, _BLOCK // max(1, n * (good.shape[1] + tiles.shape[1])))
-    index = np.arange(n)
-    for lo in range(0, n, step):
-        b = slice(lo, lo + step)  # candidates to be beaten
-        ge = np.all(good[:, None, :] >= good[None, b, :], axis=2) & np.all(tiles[:, None, :] <= tiles[None, b, :], axis=2)
-        same = np.all(good[:, None, :] == good[None, b, :], axis=2) & np.all(tiles[:, None, :] == tiles[None, b, :], axis=2)
-        earlier_twin = same & (index[:, None] < index[None, b])
-        beaten[b] = np.any(ge & (~same | earlier_twin), axis=0)
-    return beaten
 
 
 # --------------------------------------------------------------------------- the model
@@ -270,7 +294,8 @@ def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, o
     key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k)
     if key in enc.cache:
         return enc.cache[key]
-    table = coincidence_table(enc.chains[e], enc.chains[o], win.coeff(e), win.coeff(o), j, le, lo, other_outer)
+    table = coincidence_table(enc.chains[e], enc.chains[o], win.coeff(e), win.coeff(o), j, le, lo, other_outer,
+                              enc.cache.setdefault("window_types", {}))
     if e != win.dims[0]:
         table = table.T  # rows: chains of the window's first dimension
     values = table.ravel()

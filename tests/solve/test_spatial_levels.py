@@ -1,6 +1,6 @@
 """Several meshed levels in one path: the per-instance tables, and the solver against an exhaustive search.
 
-1. The view tables of ``model/spatial_chains.py`` (per meshed level, digit 0
+1. The view tables of ``model/spatial_views.py`` (per meshed level, digit 0
    or the sum over digits, computed per piece) equal the sums over explicit
    instance trees built here one instance at a time, for random chains and
    parts at 2 and 3 meshed levels.
@@ -41,7 +41,7 @@ import brute_force_spatial as bfs  # noqa: E402
 
 from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
-from mapsearch.model.spatial_chains import view_tables  # noqa: E402
+from mapsearch.model.spatial_views import view_tables  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.sim.walk_spatial import count_spatial  # noqa: E402

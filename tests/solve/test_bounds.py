@@ -195,7 +195,7 @@ def test_phases_report_the_floor_at_start_and_clamped_bounds(caplog) -> None:
 
     w, caps = SMALL_IO[3]
     p = Problem(w, deep(caps))
-    with caplog.at_level(logging.INFO, logger="mapsearch.solve.run"):
+    with caplog.at_level(logging.INFO, logger="mapsearch.solve.phases"):
         result = solve(p, options=SolveOptions(workers=1, seed=0, time_limit=30.0))
     words = {ph.name: ph for ph in result.phases}["words"]
     assert words.start_bound == sum(f.total for f in link_floors(p).values())

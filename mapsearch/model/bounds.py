@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.model.lower_bound import io_lower_bound_detail, segment_reuse, touched_elements
+from mapsearch.model.lower_bound import segment_floor, segment_reuse, touched_elements
 from mapsearch.spec.workload import Workload
 
 _ENUMERATE = 200_000  # iteration points walked to count the touched elements of axes that share a dimension
@@ -120,16 +120,16 @@ def link_floors(p: Problem) -> dict[int, LinkFloor]:
     out: dict[int, LinkFloor] = {}
     if p.fusion_level is not None:
         return out
-    matmul = segment_reuse(w) is not None  # matmul-like once the window dims are fixed
+    reuse = segment_reuse(w)  # K: matmul-like once the window dims are fixed (None: no segment floor)
     for a in range(1, p.depth + 1):
         down = sum(per_tensor.get((t, a), (0, 0))[0] for t in w.tensor_names)
         up = sum(per_tensor.get((t, a), (0, 0))[1] for t in w.tensor_names)
         io = 0
         union = copy_union(p, a)
-        if matmul and union is not None and all(p.home(t) < a for t in w.tensor_names) and union[1] >= 1:
+        if reuse is not None and union is not None and all(p.home(t) < a for t in w.tensor_names) and union[1] >= 1:
             copies, s = union
             # per copy Q_i >= 2 M_i / sqrt(K S) - 2 S, and the copies' MACs M_i add up to the einsum's
-            io = max(0, (io_lower_bound_detail(w, s).matmul or 0) + 2 * s - 2 * copies * s)
+            io = max(0, segment_floor(w.macs, reuse, s, copies))
         out[a] = LinkFloor(a, down, up, io)
     return out
 

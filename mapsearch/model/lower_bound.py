@@ -102,7 +102,7 @@ from dataclasses import dataclass
 
 from mapsearch.spec.workload import AffineIndex, Workload
 
-__all__ = ["IOBound", "io_lower_bound", "io_lower_bound_detail", "is_matmul_like", "segment_reuse", "touched_elements"]
+__all__ = ["IOBound", "io_lower_bound", "io_lower_bound_detail", "is_matmul_like", "segment_floor", "segment_reuse", "touched_elements"]
 
 
 @dataclass(frozen=True)
@@ -137,18 +137,7 @@ def touched_elements(workload: Workload, tensor: str) -> int:
 
 def is_matmul_like(workload: Workload) -> bool:
     """Two inputs, single-dimension (injective) axes, every dimension in at least two tensors."""
-    e = workload.einsum
-    if len(e.inputs) != 2:
-        return False
-    for t in e.tensors:
-        if any(len(ix.terms) != 1 for ix in t.indices):
-            return False
-        if len(t.dims_in_order()) != len(t.dims):  # a dimension on two axes
-            return False
-    for d in workload.dims:
-        if sum(d in t.dims for t in e.tensors) < 2:
-            return False
-    return True
+    return _slice_reuse(workload, frozenset()) is not None
 
 
 def _slice_reuse(workload: Workload, fixed: frozenset[str]) -> int | None:
@@ -200,18 +189,22 @@ def segment_reuse(workload: Workload) -> int | None:
     return best
 
 
+def segment_floor(macs: int, reuse: int, capacity_words: int, copies: int = 1) -> int:
+    """``ceil(2 MACs / sqrt(K S)) - 2 n S``: the segment bound over ``n`` copies of a ``S``-word union.
+
+    Exact integer arithmetic: ``ceil(2 MACs / sqrt(K S)) = ceil(sqrt(4 MACs^2 / (K S)))``; each copy's
+    union loses at most ``2 S`` words to the last, short segment (model/bounds.py sums the copies).
+    """
+    return _ceil_sqrt_fraction(4 * macs * macs, reuse * capacity_words) - 2 * copies * capacity_words
+
+
 def io_lower_bound_detail(workload: Workload, capacity_words: int) -> IOBound:
     """The bound with its parts; see the module docstring for the derivation."""
     if capacity_words < 1:
         raise ValueError(f"capacity_words must be >= 1, got {capacity_words}")
     compulsory = sum(touched_elements(workload, t) for t in workload.tensor_names)
-    matmul = None
     reuse = segment_reuse(workload)
-    if reuse is not None:
-        s = capacity_words
-        # 2 * MACs / sqrt(K S) - 2S, rounded up (the words are integers); exact
-        # integer arithmetic: ceil(2*MACs / sqrt(K S)) = ceil(sqrt(4*MACs^2 / (K S))).
-        matmul = _ceil_sqrt_fraction(4 * workload.macs * workload.macs, reuse * s) - 2 * s
+    matmul = None if reuse is None else segment_floor(workload.macs, reuse, capacity_words)
     value = max(compulsory, matmul if matmul is not None else 0)
     return IOBound(capacity_words, compulsory, matmul, value)
 

@@ -11,8 +11,9 @@ Per layer it prints: the solve time, the status (OPTIMAL = every phase proved;
 FEASIBLE = a phase hit ``--time-limit``, with the gap of that phase; TIMEOUT =
 no schedule within the limit; INFEASIBLE), the total words over all links,
 the utilization, the replay check (``ok`` = the count-mode replay agrees with
-the prediction in every figure; ``skip`` when the schedule has more innermost
-tiles than ``--replay-max-tiles``, since the walk is about linear in them),
+the prediction in every figure; ``skip`` when the walk has more cells than
+``--replay-max-tiles``: L0 tiles, or with a mesh the lockstep steps times
+the instance classes walked, since the walk is about linear in them),
 and the ratio of words to the solver's own floor of that link
 (:func:`mapsearch.model.bounds.link_floors`, built on
 :mod:`mapsearch.model.lower_bound`).
@@ -105,11 +106,22 @@ def resolve_architecture(name_or_path: str) -> Architecture:
 
 
 def innermost_tiles(schedule) -> int:
-    """How many L0 tiles the schedule visits (the replay walk's work is about linear in it)."""
-    from mapsearch.sim.pieces import piece_tables
+    """The cells the count replay walks: L0 tiles, or lockstep steps x walked instances with a mesh.
 
-    tables = piece_tables(schedule)
+    The walk is about linear in them. With spatial splits the replay walks
+    the lockstep steps of one instance per class of every split
+    (``mapsearch.sim.spatial.Layout(collapse=True)``), not every instance,
+    so a 128x128 array whose PEs do the same work costs what one PE does.
+    """
+    from mapsearch.sim.pieces import piece_tables
+    from mapsearch.sim.spatial import Layout, has_splits, virtual_tables
+
     last = len(schedule.levels) - 1
+    if has_splits(schedule):
+        layout = Layout(schedule, collapse=True)
+        steps = virtual_tables(schedule, layout)
+        return math.prod(len(steps.start[last][k]) for k in range(len(steps.dims))) * layout.count[last]
+    tables = piece_tables(schedule)
     return math.prod(tables.count(last, k) for k in range(len(tables.dims)))
 
 
@@ -209,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N layers")
     ap.add_argument("--objective", default="time", choices=("time", "words"))
     ap.add_argument("--replay-max-tiles", type=float, default=3e7,
-                    help="skip the replay of schedules with more innermost tiles (default 3e7, ~1 min)")
+                    help="skip the replay of schedules whose walk has more cells: L0 tiles, or lockstep "
+                         "steps x instance classes with a mesh (default 3e7, ~1 min)")
     ap.add_argument("--jsonl", help="also write one JSON object per layer to this file")
     args = ap.parse_args(argv)
 

@@ -204,19 +204,22 @@ def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
     return np.flatnonzero(np.all(np.isin(tiles, sorted(values)), axis=1)).tolist()
 
 
-def _coarse_rows(extent: int, tiles) -> list[int]:
-    """The coarse chains of a dimension; the halvings alone where every chain is coarse already.
+def _coarse_rows(chains, meshed: bool) -> list[int]:
+    """The coarse chains of a dimension; the halvings alone where every chain is coarse (without a mesh).
 
-    Where the enumeration itself was reduced to such extents (deep
-    hierarchies on large extents, ``space.reduced``), the coarse model would
-    be the full model and there would be no quick first schedule: BERT's FFN
+    Where every chain of a dimension is coarse (an enumeration reduced at
+    depth, ``space.reduced``, or pruned to such extents), the coarse model
+    would be the full model and give no quick first schedule: BERT's FFN
     on ``cpu-core`` (5 levels) then ended its time phase at 16x the compute
     time under a work limit of 5, while the halvings' model proves the
-    compute time in 4.5 s.
+    compute time in 4.5 s (and on the ResNet-50 3x3 layer the words fall
+    from 295 M to 210 M). Not under a mesh: there the halvings can leave out
+    the parts the array needs (the 3x3 layer on ``tpu-v4i-like`` then got no
+    coarse schedule at all).
     """
-    rows = coarse_chains(extent, tiles)
-    if len(rows) == len(tiles):
-        rows = coarse_chains(extent, tiles, powers_of_two=False)
+    rows = coarse_chains(chains.extent, chains.tiles)
+    if len(rows) == len(chains.tiles) and not meshed:
+        rows = coarse_chains(chains.extent, chains.tiles, powers_of_two=False)
     return rows
 
 
@@ -226,7 +229,7 @@ def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
     for d, var in enc.choice.items():
         if isinstance(var, int):
             continue
-        rows = _coarse_rows(enc.chains[d].extent, enc.chains[d].tiles)
+        rows = _coarse_rows(enc.chains[d], bool(enc.spatial_levels))
         if not rows:
             return None
         if len(rows) < len(enc.chains[d].tiles):

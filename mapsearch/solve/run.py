@@ -191,10 +191,10 @@ def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> Infeasib
 
 
 def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
-    """Rows of chains whose extents are all ``ceil(E / 2**k)`` or ``E``, or (``powers_of_two``) powers of two."""
+    """Rows of chains whose extents are all ``ceil(E / 2**k)``, ``E`` or 1, or (``powers_of_two``) powers of two."""
     import numpy as np
 
-    values = {extent}
+    values = {extent, 1}
     k = 1
     while k <= extent:
         values.add(-(-extent // k))
@@ -212,8 +212,7 @@ def _coarse_rows(chains, meshed: bool) -> list[int]:
     would be the full model and give no quick first schedule: BERT's FFN
     on ``cpu-core`` (5 levels) then ended its time phase at 16x the compute
     time under a work limit of 5, while the halvings' model proves the
-    compute time in 4.5 s (and on the ResNet-50 3x3 layer the words fall
-    from 295 M to 210 M). Not under a mesh: there the halvings can leave out
+    compute time in 4.5 s. Not under a mesh: there the halvings can leave out
     the parts the array needs (the 3x3 layer on ``tpu-v4i-like`` then got no
     coarse schedule at all).
     """

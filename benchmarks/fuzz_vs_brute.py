@@ -89,7 +89,7 @@ ODD = {
 }
 MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "bmm"]
 REUSE = [("all",), ("input",), ("output",), ("none",)]
-CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2)]
+CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(0)]
 
 WIDE_BUDGET = 40_000  # buffer measurements (one events replay each) per wide brute force: ~10-20 s
 SPATIAL_BUDGET = 1_500  # nests (x keep choices when replayed directly) per spatial brute force
@@ -193,7 +193,7 @@ def _architecture(rng: random.Random, w: Workload, depth: int, homes: dict, mesh
     block = ()
     free = [d for d, e in w.extents if e > 1]
     if free and rng.random() < 0.2:
-        block = ((rng.choice(free), rng.choice([2, 2, 3])),)
+        block = ((rng.choice(free), rng.choice([2, 2, 3, 4])),)
     levels = []
     for i in range(depth):
         link = None
@@ -229,7 +229,7 @@ def flat_case(seed: int, odd: bool = False) -> Case:
     name = rng.choice(sorted(table))
     best = None
     for attempt in range(12):
-        scale = 1.0 if depth <= 2 else (0.75 if depth == 3 else 0.5)
+        scale = {2: 2.0, 3: 1.0, 4: 0.6, 5: 0.5}[depth] * rng.choice([0.6, 0.8, 1.0])
         w = _draw_workload(rng, table, name, scale)
         homes = _homes(rng, w, depth, depth - 2 if rng.random() < 0.85 else depth - 1)
         a = _architecture(rng, w, depth, homes, {})
@@ -266,7 +266,7 @@ def mesh_case(seed: int) -> Case:
     name = rng.choice(MESH_EINSUMS)
     best = None
     for attempt in range(12):
-        scale = {2: 1.0, 3: 0.75, 4: 0.6}[depth]
+        scale = {2: 2.0, 3: 1.0, 4: 0.6}[depth] * rng.choice([0.6, 0.8, 1.0])
         w = _draw_workload(rng, EINSUMS, name, scale)
         # homes above the outermost meshed level only (a home is whole at its level)
         homes = _homes(rng, w, depth, meshed[0] - 1)
@@ -369,7 +369,8 @@ def run_case(case: Case, data_every: int = 5) -> Outcome:
             famw = bw.brute_force(w, a, homes, obj, held)
             if famw is not None:
                 flags.append(f"NO-SCHEDULE-IN-FAMILY but family oracle has {_oracle_value(famw)}")
-        return Outcome("discrepancy" if flags else "ok", "NoScheduleInFamily", flags, msg)
+        note = f"whole={whole_v if whole != 'skip' else 'skip'} " if whole is not None else "whole=None "
+        return Outcome("discrepancy" if flags else "ok", "NoScheduleInFamily", flags, note + msg)
     except InfeasibleError as e:
         msg = " ".join(str(e).split())[:200]
         if whole not in (None, "skip"):
@@ -457,7 +458,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed-to", type=int, default=50)
     ap.add_argument("--kind", choices=sorted(CASES) + ["all"], default="all")
     ap.add_argument("--only-seed", type=int, nargs="*", default=None)
+    ap.add_argument("--budget", type=float, default=1.0,
+                    help="scale the brute forces' budgets (larger extents and meshes, slower cases)")
     args = ap.parse_args(argv)
+    global WIDE_BUDGET, SPATIAL_BUDGET
+    WIDE_BUDGET = int(WIDE_BUDGET * args.budget)
+    SPATIAL_BUDGET = int(SPATIAL_BUDGET * args.budget)
     kinds = sorted(CASES) if args.kind == "all" else [args.kind]
     counts: dict[str, collections.Counter] = {k: collections.Counter() for k in kinds}
     statuses: dict[str, collections.Counter] = {k: collections.Counter() for k in kinds}

@@ -31,7 +31,7 @@ from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
 from mapsearch.solve.space import SearchSpace, search_space
 from mapsearch.spec.constraints import Constraints
-from mapsearch.solve.explain import explain_infeasible
+from mapsearch.solve.explain import contract_overflow, explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve.progress import finished, report, search
@@ -169,7 +169,7 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
         coarse=lambda left: with_start(enc, known, _coarse_solution(enc, options, left),
                                        lambda: new_solver(options, min(left, max(0.05, left / 4)))),
         floor=lambda name: _floor(enc, name),
-        on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions),
+        on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions, problem),
     )
     proven = all(p.status == "OPTIMAL" for p in phases)
     if proven and restrictions and meets_contract_floors(enc, [(p.name, p.value) for p in phases]):
@@ -181,10 +181,14 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
                        binding_report(schedule), search_space(enc), restrictions, interrupted=budget.stopped())
 
 
-def in_family(error: InfeasibleError, restrictions: tuple[str, ...]) -> InfeasibleError:
-    """An infeasibility found by the search, said of the searched family when that family is restricted."""
+def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Problem | None = None) -> InfeasibleError:
+    """An infeasibility found by the search, said of the searched family when that family is restricted,
+    unless a level overflows under every schedule of the contract (then it is infeasible outright)."""
     if not restrictions:
         return error
+    overflow = contract_overflow(problem) if problem is not None else None
+    if overflow is not None:
+        return overflow
     message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "
                f"({'; '.join(restrictions)}), so a legal schedule outside it may exist")
     return NoScheduleInFamily(message, error.core, restrictions)

@@ -15,7 +15,7 @@ from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.run import solve
-from mapsearch.spec.architecture import Architecture, Compute, Level, Link
+from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.workload import Workload
 
 
@@ -79,6 +79,26 @@ def test_truly_infeasible_stays_infeasible() -> None:
         solve(Problem(w, two_level(2)))
     assert not isinstance(info.value, NoScheduleInFamily)
     assert "capacity of L0" in str(info.value) or "L0" in str(info.value)
+
+
+@pytest.mark.parametrize("capacity, double, need", [(2, False, "(A 1, B 1, Z 1 words) need 3"),
+                                                     (5, True, "double-buffered, (A 2, B 2, Z 2 words) need 6")])
+def test_truly_infeasible_with_a_mesh_is_infeasible_not_in_family(capacity, double, need) -> None:
+    # Found by benchmarks/fuzz_vs_brute.py: a meshed level makes the family restricted (default positions),
+    # so an empty search said "no schedule in the searched family ... a legal schedule outside it may exist",
+    # yet one word of each operand (two, double-buffered, as a moving one-word buffer needs two) overflows L0
+    # under every schedule of the contract. tests/brute_force_wide.py (without the mesh: no split can shrink
+    # a one-word tile) and tests/brute_force_spatial.py both find nothing; with L0 = 6 both find schedules.
+    w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 2, "n": 2, "k": 2})
+    mesh = (MeshAxis("x", 2, ("all",)),)
+    a = Architecture("two", (Level("L1", None, None), Level("L0", capacity, Link(), mesh=mesh)), Compute(), double)
+    with pytest.raises(InfeasibleError) as info:
+        solve(Problem(w, a))
+    assert not isinstance(info.value, NoScheduleInFamily)
+    assert str(info.value) == f"infeasible: capacity of L0 conflict: L0 holds {capacity} words but the smallest tiles" \
+        + (", " if double else " ") + need
+    roomy = Architecture("two", (Level("L1", None, None), Level("L0", 6, Link(), mesh=mesh)), Compute(), True)
+    assert solve(Problem(w, roomy)).status == "OPTIMAL_IN_FAMILY"
 
 
 def test_placement_turned_off_is_a_named_restriction() -> None:

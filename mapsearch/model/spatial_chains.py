@@ -44,6 +44,8 @@ ALL_PARTS = "all parts"
 BALANCED_PARTS = "balanced parts ceil(T/m) only"
 EVEN_PARTS = "even divisions of the parent tile only"
 FAMILIES = (ALL_PARTS, BALANCED_PARTS, EVEN_PARTS)
+# A window dimension's parts (model/windows.py): every instance gets the same part of every parent piece.
+EQUAL_PARTS = "equal parts only"
 _CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
@@ -192,25 +194,76 @@ def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[s
     return best if best is not None else (EVEN_PARTS,) * len(spatial)
 
 
+# ----------------------------------------------------------------------------- equal parts
+def _uniform_above(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], s: int) -> np.ndarray:
+    """Per row: every level-``(s-1)`` piece of instance 0's tree has extent ``T_{s-1}``.
+
+    ``parts``: the part per row at the meshed levels above ``s`` (the parent
+    tile where unsplit), themselves equal parts. Going down, a level's
+    pieces stay all equal exactly when its tile divides their parent (the
+    part, at a split).
+    """
+    ok = np.ones(tiles.shape[0], dtype=bool)
+    parent = np.full(tiles.shape[0], extent, dtype=np.int64)
+    for m in range(1, s):
+        parent = parts.get(m, parent)
+        ok &= parent % tiles[:, m - 1] == 0
+        parent = tiles[:, m - 1]
+    return ok
+
+
+def equal_part_choices(tiles: np.ndarray, extent: int, s: int, max_factor: int,
+                       above: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(row, part)`` pairs of :data:`EQUAL_PARTS` at level ``s`` and whether every part would have been one.
+
+    A part ``P`` with ``T_s <= P < T_{s-1}`` and factor at most ``max_factor``
+    is *equal* when every level-``(s-1)`` piece of instance 0's tree is
+    ``T_{s-1}`` and ``P`` divides it: then every instance gets ``P`` of every
+    parent piece, so every instance's tree along the dimension is instance
+    0's (docs/spatial.md, "Split windows over mesh axes"). The flag is False
+    when some row has a legal part that is not equal (the family
+    restriction can matter).
+    """
+    parent = _parents(tiles, extent, s)
+    inner = tiles[:, s - 1]
+    rows, parts = part_choices(parent, inner, max_factor, EVEN_PARTS, parent)
+    ok = _uniform_above(tiles, extent, above, s)[rows]
+    rows, parts = rows[ok], parts[ok]
+    every = _choice_counts(tiles, extent, s, max_factor, ALL_PARTS, parent)
+    return rows, parts, bool(np.array_equal(every, np.bincount(rows, minlength=tiles.shape[0])))
+
+
 # ----------------------------------------------------------------------------- the chains
-def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int) -> dict:
+def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int,
+                       equal_only: bool = False) -> dict:
     """Add a part per meshed level to every chain: one row per (chain, parts); the unsplit part is the parent.
 
     ``spatial``: ``(level, largest mesh axis)`` per meshed level, outermost
     first. The rows gain ``parts``/``factors`` (one column per meshed level)
     and ``flavoured``: the tables of every view, keyed by a tuple of
-    ``"rep"``/``"sum"`` per meshed level.
+    ``"rep"``/``"sum"`` per meshed level. ``equal_only`` (a window
+    dimension): :data:`EQUAL_PARTS` at every level (the family is named
+    :data:`ALL_PARTS` at a level where it leaves no part out).
     """
     tiles, extent = q["tiles"], q["extent"]
     levels = [s for s, _ in spatial]
-    commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
-    families = choose_families(tiles, extent, spatial, commons)
+    if equal_only:
+        commons = [None] * len(levels)
+        families = [EQUAL_PARTS] * len(levels)
+    else:
+        commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
+        families = list(choose_families(tiles, extent, spatial, commons))
     sel = np.arange(tiles.shape[0])
     part_cols: list[np.ndarray] = []
     split_rows = 0
     for lv, ((s, mf), family) in enumerate(zip(spatial, families)):
         parent = _parents(tiles[sel], extent, s)
-        rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel])
+        if family == EQUAL_PARTS:
+            above = {levels[n]: part_cols[n] for n in range(lv)}
+            rows, parts, complete = equal_part_choices(tiles[sel], extent, s, mf, above)
+            families[lv] = ALL_PARTS if complete else EQUAL_PARTS
+        else:
+            rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel])
         keep = np.concatenate([np.arange(sel.size), rows])
         part_cols = [c[keep] for c in part_cols] + [np.concatenate([parent, parts])]
         sel = sel[keep]
@@ -222,7 +275,8 @@ def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints
     part = np.stack(part_cols, axis=1)
     parents = np.stack([_parents(out["tiles"], extent, s) for s in levels], axis=1)
     out["parts"], out["factors"] = part, -(-parents // part)
-    out["parts_family"] = families
+    out["parts_family"] = tuple(families)
+    out["part_levels"] = tuple(levels)
     out["part_rows"] = int(split_rows)
     by_level = {s: part[:, lv] for lv, s in enumerate(levels)}
     out["flavoured"] = all_view_tables(out["tiles"], extent, by_level,

@@ -199,7 +199,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
             if j == i:
                 c = enc.select(in_prefix[e], c, Q.const(0), f"reuse_{tensor}_L{i}_{e}{j}_on")
             corrections.append(c)
-    corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, out,
+    corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, count, out,
                                  first_loop_level)
 
     if corrections:
@@ -223,8 +223,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     return result
 
 
-def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, out: dict,
-                  first_loop_level: int) -> list[Q]:
+def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, count,
+                  out: dict, first_loop_level: int) -> list[Q]:
     """Steps where a window dimension's loop advances and the buffer's region stays (model/windows.py).
 
     For window ``(p, r)`` and the loop of ``e`` in it at level ``j``: the
@@ -235,6 +235,12 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     axis's still factor and every other dimension's contexts, as for the
     corrections of :func:`region_words`. At ``j = i`` only a loop outside
     the buffer moves its region.
+
+    Split over mesh axes, a window dimension has equal parts only, so every
+    instance of a view has instance 0's coincidences (the table's, from
+    instance 0's tree): the view's sum is the table times the view's
+    instances along each window dimension, ``count(d, 0)`` (docs/spatial.md,
+    "Split windows over mesh axes").
     """
     from mapsearch.model.windows import coincidences
 
@@ -266,7 +272,8 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                                               f"coincide_{tensor}_{e}_placed")
                 if h.is_const and int(h.expr) == 0:
                     continue
-                factors = [h] + [axis(a, context_of(e, j)) for a in others] + counts_around(e, j)
+                instances = [count(d, 0) for d in win.dims]
+                factors = [h] + instances + [axis(a, context_of(e, j)) for a in others] + counts_around(e, j)
                 c = enc.product(factors, f"coincide_{tensor}_L{i}_{e}{j}")
                 if j == i and out.get(e, True) is not True:
                     c = pick(out[e], lambda c=c: c, lambda: Q.const(0), f"coincide_{tensor}_L{i}_{e}_on")

@@ -91,8 +91,8 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 
     Windows are split for one einsum measured in words (with a spatial
-    fanout their dimensions are not split over mesh axes: a restriction of
-    the spatial family, see :func:`spatial_restriction`). In a fused stage,
+    fanout their dimensions are split over mesh axes in equal parts only:
+    see :func:`spatial_restriction`). In a fused stage,
     under other measures, and for a window over a dimension pinned by an
     axis of three or more dimensions, the window's smaller dimension is held
     whole; the reason becomes a family restriction.
@@ -116,11 +116,15 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
 
 
 def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions stay temporal."""
-    if not enc.spatial_levels or not enc.windows:
+    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
+    axes in equal parts only (model/spatial_chains.EQUAL_PARTS), named where an unequal part was left out."""
+    from mapsearch.model.spatial_chains import EQUAL_PARTS
+
+    dims = sorted({d for win in enc.windows for d in win.dims if EQUAL_PARTS in (enc.chains[d].parts_family or ())})
+    if not dims:
         return None
-    dims = sorted({d for win in enc.windows for d in win.dims})
-    return f"spatial splits: the dimensions of split windows ({', '.join(dims)}) are not split over mesh axes"
+    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only "
+            "(every instance the same part of every parent piece)")
 
 
 def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
@@ -150,7 +154,7 @@ def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int
                 other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``."""
     memo = {} if memo is None else memo
-    (xb, xa, m), row_of = _distinct_types(memo, advancing, "advance", j, le)
+    (xb, xa, m, gap), row_of = _distinct_types(memo, advancing, "advance", j, le)
     (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo)
     rows, cols = xb.shape[0], c.shape[0]
     out = np.zeros((rows, cols), dtype=np.int64)
@@ -159,9 +163,9 @@ def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int
     for lo_row in range(0, rows, step):
         checkpoint(f"tabling the coincidences of {len(advancing):,} x {len(other):,} window chains")
         sl = slice(lo_row, lo_row + step)
-        XB, XA, M = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None]
+        XB, XA, M, G = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None], gap[sl, None, :, None]
         C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
-        same_start = se * XB == so * (C - YB)
+        same_start = se * G == so * (C - YB)
         same_length = se * XB + so * YB == se * XA + so * YA
         words = se * (XA - 1) + so * (YA - 1) + 1
         out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
@@ -180,14 +184,18 @@ def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level
     """
     key = (id(ch), kind, level_from, level_to)
     if key not in memo:
+        parts = ch.parts_by_level()
         if kind == "advance":
-            xb, xa, m = advance_types(ch.extent, ch.tiles, level_from, level_to)
-            types = [xb * (m > 0), xa * (m > 0), m]
+            xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, parts)
+            types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])
         else:
-            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to)
+            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to, parts)
             types = [c * (n > 0), yb * (n > 0), ya * (n > 0), n]
         first, inverse = distinct_rows(types)
-        memo[key] = (ch, [t[first] for t in types], inverse)
+        distinct = [t[first] for t in types]
+        if kind == "advance" and not parts:
+            distinct.append(distinct[0])  # the gap of a tree without parts is x_b
+        memo[key] = (ch, distinct, inverse)
     return memo[key][1:]
 
 
@@ -248,15 +256,13 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
     A row is beaten by another at least as good everywhere and no larger
     that differs from it, or by an earlier twin (equal everywhere).
     """
-    x, u = (1, 0), (0, 1)
     exact = [ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls]
-    still = []
-    for f in sorted(ch.small):
-        for key in sorted(ch.small[f]):
-            col = ch.small[f][key]
-            if f == x and u in ch.small:
-                col = col - ch.small[u][key]
-            still.append(col)
+    still = _still_columns(ch.small)
+    if ch.flavoured:  # split over mesh axes: every view's tables too (the coincidences are instance 0's)
+        exact.append(ch.factors)
+        for view in ch.flavoured.values():
+            exact += [view["counts"]] + [view["sums"][f] for f in sorted(view["sums"])] + [view["calls"]]
+            still += _still_columns(view["small"])
     good = [coincidence_cols] + ([np.stack(still, axis=1)] if still else [])
     # First among rows that read alike everywhere (only their extents differ), then across them.
     rows = np.arange(len(ch))
@@ -267,6 +273,19 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
         beaten[order[~first_of_value]] = True  # a later twin
         rows = rows[~beaten]
     return rows
+
+
+def _still_columns(small: dict) -> list[np.ndarray]:
+    """The still sums a window's words grow with: ``W - C`` for the extents (``W`` where no counts), ``C``, others."""
+    x, u = (1, 0), (0, 1)
+    out = []
+    for f in sorted(small):
+        for key in sorted(small[f]):
+            col = small[f][key]
+            if f == x and u in small:
+                col = col - small[u].get(key, 0)
+            out.append(col)
+    return out
 
 
 # --------------------------------------------------------------------------- the model

@@ -289,9 +289,14 @@ def test_all_view_tables_are_one_view_at_a_time(seed: int) -> None:
 def ref_window_undominated(ch, coincidence_cols: np.ndarray) -> np.ndarray:
     """Window pruning as it was: ``np.unique`` groups, then every pair (a later twin is beaten)."""
     x, u = (1, 0), (0, 1)
-    exact = np.concatenate([ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]], axis=1)
-    good = [coincidence_cols] + [(ch.small[f][k] - (ch.small[u][k] if f == x and u in ch.small else 0))[:, None]
-                                 for f in sorted(ch.small) for k in sorted(ch.small[f])]
+    tables = [{"counts": ch.counts, "sums": ch.sums, "small": ch.small, "calls": ch.calls}]
+    tables += list((ch.flavoured or {}).values())  # split over mesh axes: every view's tables too
+    exact = np.concatenate([t["counts"] for t in tables[:1]] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]]
+                           + ([ch.factors] if ch.flavoured else [])
+                           + [np.concatenate([t["counts"]] + [t["sums"][f] for f in sorted(t["sums"])] + [t["calls"][:, None]],
+                                             axis=1) for t in tables[1:]], axis=1)
+    good = [coincidence_cols] + [(t["small"][f][k] - (t["small"][u].get(k, 0) if f == x and u in t["small"] else 0))[:, None]
+                                 for t in tables for f in sorted(t["small"]) for k in sorted(t["small"][f])]
     good = np.concatenate(good, axis=1)
     rows = np.arange(len(ch))
     for columns in (np.concatenate([exact, good], axis=1), exact):
@@ -307,19 +312,22 @@ def ref_window_undominated(ch, coincidence_cols: np.ndarray) -> np.ndarray:
 
 def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer) -> np.ndarray:
     """The coincidence table over every pair of chains."""
-    xb, xa, m = advance_types(advancing.extent, advancing.tiles, j, le)
-    c, yb, ya, n = context_types(other.extent, other.tiles, min(j if other_outer else j - 1, lo), lo)
-    XB, XA, M = xb[:, None, :, None], xa[:, None, :, None], m[:, None, :, None]
+    xb, xa, m, gap = advance_types(advancing.extent, advancing.tiles, j, le, advancing.parts_by_level())
+    c, yb, ya, n = context_types(other.extent, other.tiles, min(j if other_outer else j - 1, lo), lo,
+                                 other.parts_by_level())
+    XB, XA, M, G = xb[:, None, :, None], xa[:, None, :, None], m[:, None, :, None], gap[:, None, :, None]
     C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
-    hit = (se * XB == so * (C - YB)) & (se * XB + so * YB == se * XA + so * YA)
+    hit = (se * G == so * (C - YB)) & (se * XB + so * YB == se * XA + so * YA)
     return np.sum(M * N * hit * (se * (XA - 1) + so * (YA - 1) + 1), axis=(2, 3))
 
 
-@pytest.mark.parametrize("extents", [(14, 3), (11, 5)])
-def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents) -> None:
+@pytest.mark.parametrize("extents, spatial", [((14, 3), ()), ((11, 5), ()), ((12, 4), ((2, 4),)), ((8, 4), ((1, 2), (3, 4)))])
+def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents, spatial) -> None:
+    """Also for window chains split over mesh axes (equal parts, instance 0's types, every view compared)."""
     (ep, er), depth = extents, 3
-    cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), window=True)
-    cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), window=True)
+    cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
+    cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
+    assert not spatial or (cp.factors.max() > 1 and cr.factors.max() > 1)
     for j, le, lo, outer in windows.table_variants(depth):
         for a, b, sa, sb in ((cp, cr, 1, 1), (cr, cp, 1, 1), (cp, cr, 2, 1)):
             assert np.array_equal(windows.coincidence_table(a, b, sa, sb, j, le, lo, outer),

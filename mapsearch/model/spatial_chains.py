@@ -18,9 +18,10 @@ Which parts are enumerated (:func:`choose_families`): per meshed level
 every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
 divide the parent tile and its pieces; the widest combination whose (chain,
 part) rows stay within :data:`SPATIAL_ROWS_LIMIT` (every part at every
-level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). ``parts_family`` names
-what was cut per level (a family restriction of the result unless every
-level has :data:`ALL_PARTS`).
+level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). A filter window's
+dimension gets :data:`EQUAL_PARTS` at every level (:func:`equal_part_choices`).
+``parts_family`` names what was cut per level (a family restriction of the
+result unless every level has :data:`ALL_PARTS`).
 """
 
 from __future__ import annotations

@@ -30,6 +30,13 @@ by an element constraint on ``choice_p * |chains of r| + choice_r``
 (:func:`coincidences`), and model/traffic.py multiplies it by the other
 axes' still factors and the other dimensions' counts, as it does for every
 step that changes nothing.
+
+Split over mesh axes, a window dimension has equal parts only
+(model/spatial_chains.EQUAL_PARTS): every instance is instance 0 shifted,
+so the table is instance 0's (from its own tree) and a view's sum is that
+times the view's instances along the two dimensions (docs/spatial.md,
+"Split windows over mesh axes"); unequal parts are a named restriction
+(:func:`spatial_restriction`).
 """
 
 from __future__ import annotations
@@ -174,7 +181,8 @@ def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int
 
 def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int):
     """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
-    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them.
+    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them. A chain
+    split over mesh axes has instance 0's types (its parts; :mod:`mapsearch.model.window_types`).
 
     A coincidence reads its row's and its column's types alone, and
     thousands of chains share a few hundred types, so the table is computed

@@ -355,7 +355,7 @@ def check(w: Workload, a: Architecture, objective: bf.Objective = bf.Objective()
     for replayed in (bf.replay_figures(s), count_spatial(s, one_by_one=True), replay(s, mode="events").figures):
         assert differences(s.predicted, replayed) == [], where
     return {"feasible": True, "value": got, "splits": {lm.level: lm.spatial for lm in s.levels if lm.spatial},
-            "brute_s": brute.seconds}
+            "brute_s": brute.seconds, "status": result.status, "restrictions": result.family_restrictions}
 
 
 def random_case(seed: int):

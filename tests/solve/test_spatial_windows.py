@@ -26,6 +26,9 @@ is checked here:
    brute force over every part, ``WINDOW_PARTS = "all"``), and why: with
    a window, an instance with a smaller part can move more words than
    instance 0 (docs/spatial.md, fact 3 does not carry over).
+
+Run ``python tests/solve/test_spatial_windows.py [first_seed] [n_seeds]`` to
+sweep more seeds of the model test (1) than the normal run does.
 """
 
 from __future__ import annotations
@@ -265,3 +268,20 @@ def test_a_smaller_part_can_move_more_words() -> None:
     w = conv("O[p] += I[p*2+r] * W[r]", p=4, r=7)
     s = schedule(w, meshed, [({"p": 4, "r": 4}, "rp", {"W", "O"}, [("r", 4, "y")]), ({"p": 1, "r": 2}, "pr", {"I", "W", "O"})])
     assert next(t.words_down for t in bf.replay_figures(s).links[1].tensors if t.tensor == "I") == 10 + 12
+
+
+if __name__ == "__main__":  # sweep more seeds of the model test: python tests/solve/test_spatial_windows.py 30 500
+    first = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+    patch = pytest.MonkeyPatch()
+    failures = 0
+    for seed in range(first, first + count):
+        s = random_window_schedule(seed)
+        try:
+            diff = differences(model_prediction(s, patch), bf.replay_figures(s))
+        finally:
+            patch.undo()
+        if diff:
+            failures += 1
+            print(f"seed {seed}: {diff[:3]} {s.levels}", flush=True)
+    print("failures:", failures, "of", count)

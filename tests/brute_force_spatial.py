@@ -8,12 +8,14 @@ straight from docs/spatial.md ("What the solver searches"):
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
   pinned dimensions of ``tests/brute_force.py`` held whole; the two
   dimensions of a filter window (an input axis over two) split spatially
-  as ``WINDOW_PARTS`` says: ``"equal"`` (the solver's family, the default)
-  only in parts that give every instance the same part of every parent
-  piece (every level-``(s-1)`` piece of the instance's tree, whose
-  ancestors' parts are equal too, is ``factor * P``), ``"all"`` in every
-  part (the contract's whole family, to measure what the solver leaves
-  out), ``"none"`` never (the solver's family before);
+  as ``WINDOW_PARTS`` says: ``"solver"`` (the solver's family, the
+  default) in every part at the innermost level (L0, which has no link
+  below it) and above it only in *equal* parts, which give every instance
+  the same part of every parent piece (every level-``(s-1)`` piece of the
+  instance's tree, whose ancestors' parts are equal too, is ``factor *
+  P``); ``"equal"`` in equal parts at every level; ``"all"`` in every part
+  (the contract's whole family, to measure what the solver leaves out);
+  ``"none"`` never (the solver's family before);
 - at every meshed level ``s`` (a level with more than one instance; there
   may be several), per dimension, every part extent ``P_s`` with
   ``T_{s-1} >= P_s >= T_s`` (the contract's parts: each level-``(s-1)``
@@ -105,7 +107,7 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 
 
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
-WINDOW_PARTS = "equal"  # a filter window's dims: "equal" parts only, "all" parts, or "none" (never split)
+WINDOW_PARTS = "solver"  # a filter window's dims: "solver" (equal parts above L0), "equal", "all" or "none"
 
 
 def _largest_axis(arch: Architecture, s: int) -> int:
@@ -148,7 +150,7 @@ def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinn
     ``meshed``: ``(level, largest axis)`` per meshed level; a part is the
     parent extent where the level does not split the dimension.
     ``window``: the dimension is a filter window's, split as ``WINDOW_PARTS``
-    says (``"equal"``, ``"all"``, ``"none"``).
+    says (``"solver"``, ``"equal"``, ``"all"``, ``"none"``).
     """
     if pinned:
         chain = (extent,) * depth
@@ -172,7 +174,10 @@ def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinn
         for combo in itertools.product(*per_level):
             parts, factors = tuple(p for p, _ in combo), tuple(f for _, f in combo)
             levels = [s for s, _ in meshed]
-            if window == "equal" and not equal_parts(extent, chain, dict(zip(levels, parts)), dict(zip(levels, factors))):
+            # "solver": the innermost level (depth) may have any part, the levels above equal ones.
+            checked = [n for n, s in enumerate(levels) if window == "equal" or (window == "solver" and s < depth)]
+            if checked and not equal_parts(extent, chain, {levels[n]: parts[n] for n in checked},
+                                           {levels[n]: factors[n] for n in checked}):
                 continue
             out.append((chain, parts, factors))
     return out
@@ -225,7 +230,7 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
     levels = meshed_levels(arch)
     meshed = [(s, _largest_axis(arch, s)) for s in levels]
     pinned = bf.pinned_dims(w)
-    # A filter window's two dimensions are split as WINDOW_PARTS says (the solver's family: equal parts).
+    # A filter window's two dimensions are split as WINDOW_PARTS says (by default the solver's family).
     windowed = window_dims(w)
     per_dim = [dim_options(e, depth, meshed, d in pinned, WINDOW_PARTS if d in windowed else None)
                for d, e in w.extents]

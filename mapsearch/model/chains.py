@@ -223,14 +223,17 @@ def enumerate_chains(
     if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        # A window dimension is split in equal parts only (docs/spatial.md, "Split windows over mesh axes").
-        q = spatial_quantities(q, spatial, footprints, block, equal_only=window)
+        # A window dimension: equal parts above the innermost level (docs/spatial.md, "Split windows over mesh axes").
+        q = spatial_quantities(q, spatial, footprints, block, window=window)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     if window:
-        from mapsearch.model.window_types import window_signature
+        from mapsearch.model.window_types import instance_classes, window_signature
 
-        parts = None if q.get("parts") is None else {s: q["parts"][:, lv] for lv, s in enumerate(q["part_levels"])}
-        q["window"] = window_signature(extent, q["tiles"], parts)
+        if q.get("parts") is None:
+            q["window"] = window_signature(extent, q["tiles"])
+        else:  # the types of every instance the views read, and how many instances each stands for
+            trees, sizes = instance_classes(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
+            q["window"] = np.concatenate([window_signature(extent, q["tiles"], trees), sizes], axis=1)
     return _prune(q, raw, reduced, label)
 
 

@@ -5,29 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 
-def level_pieces(extent: int, tiles: np.ndarray,
-                 parts: dict[int, np.ndarray] | None = None) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+def level_pieces(extent: int, tiles: np.ndarray) -> list[list[tuple[np.ndarray, np.ndarray]]]:
     """Per level ``j`` (0 = the top), the pieces of every chain as (size, count) array pairs.
 
     Level ``j``'s entries: the full tiles ``(T_j, how many)``, then one
     remainder per entry of level ``j-1`` (``(s mod T_j, count)`` with count 0
     where it divides). Entries of one level may repeat a size.
-
-    ``parts[j]`` (per row, at a meshed level ``j``): the pieces of instance
-    0's own tree, which keeps the first part ``min(s, P_j)`` of every
-    level-``(j-1)`` piece before tiling it (docs/spatial.md); the entries
-    are laid out as without parts.
     """
     rows, depth = tiles.shape
-    parts = parts or {}
     pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[(np.full(rows, extent), np.ones(rows, dtype=np.int64))]]
     for j in range(depth):
         t = tiles[:, j]
         full_count = np.zeros(rows, dtype=np.int64)
         level = []
         for size, count in pieces[-1]:
-            if j + 1 in parts:
-                size = np.minimum(size, parts[j + 1])
             full = size // t
             rem = size - full * t
             full_count += count * full

@@ -45,8 +45,14 @@ ALL_PARTS = "all parts"
 BALANCED_PARTS = "balanced parts ceil(T/m) only"
 EVEN_PARTS = "even divisions of the parent tile only"
 FAMILIES = (ALL_PARTS, BALANCED_PARTS, EVEN_PARTS)
-# A window dimension's parts (model/windows.py): every instance gets the same part of every parent piece.
+# A window dimension's parts above L0 (model/windows.py): every instance the same part of every parent piece.
 EQUAL_PARTS = "equal parts only"
+# A window dimension's split rows at L0, where its parts may be unequal, in every family. Its coincidence
+# tables pair every row with every row of its partner, and CP-SAT slows with them: on eyeriss-like's
+# ResNet-50 3x3 layers with the plain limits (p and q: 4,585 balanced parts of 56, 4,046 parts of 28)
+# three of five layers ended 30 s with more words than with equal parts only (280 rows); with this limit
+# (p of 56: even divisions, 424 rows; of 28: balanced parts) four end as with equal parts, conv5 with fewer words.
+WINDOW_ROWS_LIMIT = 2_000
 _CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
@@ -171,14 +177,17 @@ def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, fami
     return np.bincount(rows, minlength=tiles.shape[0]).astype(np.int64)
 
 
-def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[str, ...]:
+def choose_families(tiles: np.ndarray, extent: int, spatial, commons,
+                    limits: tuple[int, int] | None = None) -> tuple[str, ...]:
     """The widest part family per meshed level whose split (chain, part) rows fit the limits.
 
     Every part everywhere while the rows beyond the unsplit chains stay
-    within :data:`SPATIAL_ROWS_LIMIT`; otherwise the combination with the
-    most rows within :data:`BALANCED_ROWS_LIMIT`; none fitting, parts that
-    divide at every level.
+    within ``limits[0]`` (:data:`SPATIAL_ROWS_LIMIT`); otherwise the
+    combination with the most rows within ``limits[1]``
+    (:data:`BALANCED_ROWS_LIMIT`); none fitting, parts that divide at every
+    level.
     """
+    all_limit, narrower_limit = limits or (SPATIAL_ROWS_LIMIT, BALANCED_ROWS_LIMIT)
     counts = {(lv, fam): _choice_counts(tiles, extent, s, mf, fam, commons[lv])
               for lv, (s, mf) in enumerate(spatial) for fam in FAMILIES}
     best, best_rows = None, -1
@@ -187,7 +196,7 @@ def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[s
         for lv, fam in enumerate(combo):
             total *= 1 + counts[(lv, fam)]
         split_rows = float(total.sum()) - tiles.shape[0]
-        limit = SPATIAL_ROWS_LIMIT if all(f == ALL_PARTS for f in combo) else BALANCED_ROWS_LIMIT
+        limit = all_limit if all(f == ALL_PARTS for f in combo) else narrower_limit
         if all(f == ALL_PARTS for f in combo) and split_rows <= limit:
             return combo
         if split_rows <= limit and split_rows > best_rows:
@@ -236,29 +245,33 @@ def equal_part_choices(tiles: np.ndarray, extent: int, s: int, max_factor: int,
 
 # ----------------------------------------------------------------------------- the chains
 def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int,
-                       equal_only: bool = False) -> dict:
+                       window: bool = False) -> dict:
     """Add a part per meshed level to every chain: one row per (chain, parts); the unsplit part is the parent.
 
     ``spatial``: ``(level, largest mesh axis)`` per meshed level, outermost
     first. The rows gain ``parts``/``factors`` (one column per meshed level)
     and ``flavoured``: the tables of every view, keyed by a tuple of
-    ``"rep"``/``"sum"`` per meshed level. ``equal_only`` (a window
-    dimension): :data:`EQUAL_PARTS` at every level (the family is named
-    :data:`ALL_PARTS` at a level where it leaves no part out).
+    ``"rep"``/``"sum"`` per meshed level. ``window`` (a filter window's
+    dimension, docs/spatial.md "Split windows over mesh axes"):
+    :data:`EQUAL_PARTS` at every meshed level but the innermost level (the
+    family is named :data:`ALL_PARTS` at a level where it leaves no part
+    out), the widest family within the row limits there.
     """
     tiles, extent = q["tiles"], q["extent"]
     levels = [s for s, _ in spatial]
-    if equal_only:
-        commons = [None] * len(levels)
+    commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
+    if window:
         families = [EQUAL_PARTS] * len(levels)
     else:
-        commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
         families = list(choose_families(tiles, extent, spatial, commons))
     sel = np.arange(tiles.shape[0])
     part_cols: list[np.ndarray] = []
     split_rows = 0
     for lv, ((s, mf), family) in enumerate(zip(spatial, families)):
         parent = _parents(tiles[sel], extent, s)
+        if window and s == tiles.shape[1]:  # no link below: any part is exact (model/windows.py)
+            family = families[lv] = choose_families(tiles[sel], extent, ((s, mf),), (commons[lv][sel],),
+                                                    (WINDOW_ROWS_LIMIT, WINDOW_ROWS_LIMIT))[0]
         if family == EQUAL_PARTS:
             above = {levels[n]: part_cols[n] for n in range(lv)}
             rows, parts, complete = equal_part_choices(tiles[sel], extent, s, mf, above)

@@ -51,7 +51,7 @@ from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
 from mapsearch.model.row_keys import distinct_rows, sorted_groups
-from mapsearch.model.window_types import advance_types, context_types
+from mapsearch.model.window_types import advance_types, context_types, instance_classes
 from mapsearch.spec.workload import Workload
 
 # Entries of the (chain of p, chain of r, type, type) block computed at once.
@@ -124,14 +124,19 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
 
 def spatial_restriction(enc: Encoding) -> str | None:
     """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
-    axes in equal parts only (model/spatial_chains.EQUAL_PARTS), named where an unequal part was left out."""
+    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
+    where an unequal part was left out."""
     from mapsearch.model.spatial_chains import EQUAL_PARTS
 
-    dims = sorted({d for win in enc.windows for d in win.dims if EQUAL_PARTS in (enc.chains[d].parts_family or ())})
-    if not dims:
+    levels = enc.problem.architecture.levels
+    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
+           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
+    if not cut:
         return None
-    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only "
-            "(every instance the same part of every parent piece)")
+    dims = sorted({d for d, _ in cut})
+    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
+    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
+            f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
 def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
@@ -142,7 +147,7 @@ def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
 # --------------------------------------------------------------------------- the table
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None = None) -> np.ndarray:
+                      other_outer: bool, memo: dict | None = None, summed: bool = False) -> np.ndarray:
     """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
 
     Rows: chains of the advancing dimension; columns: chains of the other.
@@ -152,17 +157,42 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     advancing one, so its context is its level-``j`` piece (else its
     level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
     kept across calls on the same chains (:func:`_distinct_types`).
+
+    Chains split over mesh axes: instance 0's coincidences, or with
+    ``summed`` those of every instance of the innermost level's split
+    (one per class of digits, weighed by the class sizes of both
+    dimensions: window_types.instance_classes).
     """
-    table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
-    return table[row_of][:, col_of]
+    memo = {} if memo is None else memo
+    if not summed:
+        table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+        return table[row_of][:, col_of]
+    (_, sizes_a), (_, sizes_o) = _instances(memo, advancing), _instances(memo, other)
+    out = np.zeros((len(advancing), len(other)), dtype=np.int64)
+    for a in range(sizes_a.shape[1]):
+        for o in range(sizes_o.shape[1]):
+            table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
+            out += sizes_a[:, a, None] * sizes_o[None, :, o] * table[row_of][:, col_of]
+    return out
+
+
+def _instances(memo: dict, ch: DimChains):
+    """window_types.instance_classes of ``ch``, once per chains (``memo`` keeps them with the chains)."""
+    key = (id(ch), "instances")
+    if key not in memo:
+        memo[key] = (ch, instance_classes(ch))
+    return memo[key][1]
 
 
 def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``."""
+                other_outer: bool, memo: dict | None, which: tuple[int, int] = (0, 0)
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``.
+
+    ``which``: the instance of each dimension (:func:`_instances`; 0 is instance 0)."""
     memo = {} if memo is None else memo
-    (xb, xa, m, gap), row_of = _distinct_types(memo, advancing, "advance", j, le)
-    (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo)
+    (xb, xa, m, gap), row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
+    (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo, which[1])
     rows, cols = xb.shape[0], c.shape[0]
     out = np.zeros((rows, cols), dtype=np.int64)
     per_row = max(1, cols * xb.shape[1] * c.shape[1])
@@ -179,10 +209,10 @@ def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int
     return out, row_of, col_of
 
 
-def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int):
+def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int, which: int = 0):
     """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
     (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them. A chain
-    split over mesh axes has instance 0's types (its parts; :mod:`mapsearch.model.window_types`).
+    split over mesh axes has the types of its instance ``which`` (:func:`_instances`).
 
     A coincidence reads its row's and its column's types alone, and
     thousands of chains share a few hundred types, so the table is computed
@@ -190,14 +220,15 @@ def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level
     and direction, so ``memo`` keeps them (with the chains, whose ``id`` is
     the key).
     """
-    key = (id(ch), kind, level_from, level_to)
+    key = (id(ch), kind, level_from, level_to, which)
     if key not in memo:
         parts = ch.parts_by_level()
+        tree = _instances(memo, ch)[0][which]
         if kind == "advance":
-            xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, parts)
+            xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
             types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])
         else:
-            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to, parts)
+            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
             types = [c * (n > 0), yb * (n > 0), ya * (n > 0), n]
         first, inverse = distinct_rows(types)
         distinct = [t[first] for t in types]
@@ -254,8 +285,19 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...
                 extra.append(table[row_of])
                 table, _, col_of = _type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
                 extra.append(table[:, col_of].T)
+                if _unequal_innermost(out[d]) or _unequal_innermost(out[o]):  # the sum over instances too
+                    extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo,
+                                                   summed=True))
+                    extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo,
+                                                   summed=True).T)
         out[d] = out[d].take(_undominated(out[d], np.concatenate(extra, axis=1)))
     return out
+
+
+def _unequal_innermost(ch: DimChains) -> bool:
+    """Some chain splits the dimension at the innermost level (where its parts may be unequal)."""
+    return ch.part_levels is not None and ch.depth in ch.part_levels and \
+        int(ch.factors[:, ch.part_levels.index(ch.depth)].max()) > 1
 
 
 def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
@@ -314,15 +356,17 @@ def pair_index(enc: Encoding, win: Window):
     return enc.cache[key]
 
 
-def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, other_outer: bool) -> Q:
-    """:func:`coincidence_table` of the chosen pair of chains, as a quantity."""
+def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, other_outer: bool,
+                 summed: bool = False) -> Q:
+    """:func:`coincidence_table` of the chosen pair of chains, as a quantity (``summed``: over the instances of
+    the innermost level's split)."""
     o = win.other(e)
     k = min(j if other_outer else j - 1, lo)
-    key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k)
+    key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k, summed)
     if key in enc.cache:
         return enc.cache[key]
     table = coincidence_table(enc.chains[e], enc.chains[o], win.coeff(e), win.coeff(o), j, le, lo, other_outer,
-                              enc.cache.setdefault("window_types", {}))
+                              enc.cache.setdefault("window_types", {}), summed)
     if e != win.dims[0]:
         table = table.T  # rows: chains of the window's first dimension
     values = table.ravel()

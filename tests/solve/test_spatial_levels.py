@@ -263,7 +263,7 @@ def test_a_remainder_parent_piece_idles_an_instance(monkeypatch) -> None:
 
 def _in_family(s) -> bool:
     """The solver's spatial family: a meshed level; pinned dims whole; a filter window's dims split in equal
-    parts only (tests/brute_force_spatial.py, ``WINDOW_PARTS = "equal"``)."""
+    parts above the innermost level (tests/brute_force_spatial.py, ``WINDOW_PARTS = "solver"``)."""
     w = s.workload
     pinned = bf.pinned_dims(w)
     return (any(lv.instances > 1 for lv in s.architecture.levels)
@@ -273,11 +273,11 @@ def _in_family(s) -> bool:
 
 
 def _equal_window_parts(s, d: str) -> bool:
-    """``d``'s splits in ``s`` give every instance the same part of every parent piece."""
+    """``d``'s splits in ``s`` above the innermost level give every instance the same part of every parent piece."""
     w = s.workload
     chain = tuple(lm.tile_extent(d) for lm in s.levels[1:])
     parts, factors = {}, {}
-    for i, lm in enumerate(s.levels[1:], start=1):
+    for i, lm in enumerate(s.levels[1:-1], start=1):
         split = [sp for sp in lm.spatial if sp.dim == d]
         if split:
             parent = w.extent[d] if i == 1 else chain[i - 2]

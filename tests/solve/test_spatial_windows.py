@@ -2,34 +2,35 @@
 
 A convolution axis ``s*p + t*r`` over two dimensions of extent > 1 is a
 window (model/windows.py). Its dimensions may now be split over mesh
-axes in *equal parts*: parts that give every instance the same part of
-every parent piece (docs/spatial.md, "Split windows over mesh axes"). What
-is checked here:
+axes: in any part at L0 (no link below it) and in *equal parts* above it,
+which give every instance the same part of every parent piece
+(docs/spatial.md, "Split windows over mesh axes"). What is checked here:
 
 1. The model's prediction of random legal schedules with window splits in
-   equal parts (1-D convolutions with stride and dilation, a 2-D one; one
-   and two meshed levels of one or two axes; every ``may_reuse``; homes,
-   double buffering) equals the replay's count: the formulas themselves.
+   that family (1-D convolutions with stride and dilation, a 2-D one; one
+   and two meshed levels of one or two axes; unequal parts at L0; every
+   ``may_reuse``; homes, double buffering) equals the replay's count: the
+   formulas themselves.
 2. ``solve`` proves the optimum that ``tests/brute_force_spatial.py``
    (which shares no code with the solver) finds over the same family
-   (``WINDOW_PARTS = "equal"``): 1-D convolutions plain, strided and
+   (``WINDOW_PARTS = "solver"``): 1-D convolutions plain, strided and
    dilated, a 2-D one with a channel, on one meshed level of 2, 3 and 4
    instances (one axis and two, reusing inputs, outputs or nothing), on
-   paths of two and three levels, and with two meshed levels; the status
-   and the family restrictions are the right ones, and the solver's
-   schedule replays to its prediction in count (instances walked once per
-   class, and one by one) and events modes.
+   paths of two and three levels, with two meshed levels, and on random
+   cases; the status and the family restrictions are the right ones, and
+   the solver's schedule replays to its prediction in count (instances
+   walked once per class, and one by one) and events modes.
 3. An Eyeriss-like row-stationary case (filter rows over PE rows, output
    rows over PE columns) that no schedule of the old family (window
    dimensions never split spatially) comes near, with its figures.
-4. What the family leaves out: unequal parts of window dimensions (the
-   brute force over every part, ``WINDOW_PARTS = "all"``), and why: with
-   a window, an instance with a smaller part can move more words than
-   instance 0 (docs/spatial.md, fact 3 does not carry over).
+4. What the family leaves out: unequal parts of window dimensions above L0
+   (the brute force over every part, ``WINDOW_PARTS = "all"``), and why:
+   with a window, an instance with a smaller part can move more words
+   than instance 0 (docs/spatial.md, fact 3 does not carry over), and
+   below a split above L0 a link's time is its busiest copy's.
 
 Run ``python tests/solve/test_spatial_windows.py [first_seed] [n_seeds]`` to
-sweep more seeds of the model test (1) than the normal run does.
-"""
+sweep more seeds of the model test (1) than the normal run does."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def conv(text: str, **extents: int) -> Workload:
     return Workload.from_text("conv", text, extents)
 
 
-def window_restriction(*dims: str) -> str:
-    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only "
+def window_restriction(dims: tuple[str, ...], at: str) -> str:
+    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at {at} "
             "(every instance the same part of every parent piece)")
 
 
@@ -71,7 +72,7 @@ def brute(w: Workload, a, parts: str):
     try:
         return bfs.brute_force_spatial(w, a)
     finally:
-        bfs.WINDOW_PARTS = "equal"
+        bfs.WINDOW_PARTS = "solver"
 
 
 # --------------------------------------------------------------------------- 1. the model on given schedules
@@ -87,7 +88,8 @@ def _instance_pieces(extent: int, history, level: int) -> list[int]:
 
 
 def random_window_schedule(seed: int):
-    """A legal schedule on 2-4 levels with one or two meshed levels whose window dims are split in equal parts."""
+    """A legal schedule on 2-4 levels with one or two meshed levels whose window dims are split in equal parts
+    above L0 and in any part at L0."""
     rng = random.Random(seed)
     if rng.random() < 0.7:
         stride, dilation = rng.randint(1, 2), rng.randint(1, 2)
@@ -116,7 +118,7 @@ def random_window_schedule(seed: int):
             for d in rng.sample(w.dims, len(w.dims)):
                 if rng.random() < 0.35 or parent[d] == 1:
                     continue
-                if d in windowed:  # equal parts: instance 0's parent pieces all whole tiles, the part dividing them
+                if d in windowed and i < depth - 1:  # above L0 equal parts: whole parent tiles, the part dividing them
                     if any(x != parent[d] for x in _instance_pieces(w.extent[d], history[d], i - 1)):
                         continue
                     divisors = [p for p in range(1, parent[d]) if parent[d] % p == 0]
@@ -172,10 +174,11 @@ def test_random_window_schedules_split_windows() -> None:
 
 CONV1D = "O[p] += I[p+r] * W[r]"
 CASES = {
-    # name: (workload, architecture, window dims with an unequal part left out; None: the optimum meets the
-    # contract's floors, so nothing outside the family beats it and the status is OPTIMAL)
+    # name: (workload, architecture, (window dims with an unequal part left out, at which level) or () where
+    # every part is searched (at L0 any part is); None: the optimum meets the contract's floors, so nothing
+    # outside the family beats it and the status is OPTIMAL)
     "1-D, 3 instances reusing inputs": (
-        conv(CONV1D, p=4, r=3), arch([None, 6], {1: [MeshAxis("x", 3, ("input",))]}, [None, Link(HALF, HALF)]), ("p", "r")),
+        conv(CONV1D, p=4, r=3), arch([None, 6], {1: [MeshAxis("x", 3, ("input",))]}, [None, Link(HALF, HALF)]), ()),
     "1-D, 2 instances, every part equal": (
         conv(CONV1D, p=2, r=2), arch([None, 4], {1: [MeshAxis("x", 2, ("all",))]}, [None, FAST], Fraction(4)), ()),
     "strided, 2x2 reusing outputs and nothing": (
@@ -184,26 +187,27 @@ CASES = {
         None),
     "dilated, 4 instances reusing nothing": (
         conv("O[p] += I[p+r*2] * W[r]", p=4, r=2), arch([None, 5], {1: [MeshAxis("x", 4, ("none",))]}, [None, FAST],
-                                                       Fraction(4)), ("p",)),
+                                                       Fraction(4)), ()),
     "2-D with a channel, 2x2 reusing inputs and outputs": (
         conv("O[p,q] += I[c,p+r,q+s] * W[c,r,s]", c=2, p=2, q=2, r=2, s=2),
         arch([None, 12], {1: [MeshAxis("x", 2, ("input",)), MeshAxis("y", 2, ("output",))]},
              [None, Link(Fraction(1, 4), Fraction(1, 4), SEPARATE)]), ()),
     "three levels, the mesh at L0": (
         conv(CONV1D, p=4, r=2), arch([None, 8, 3], {2: [MeshAxis("x", 2, ("input",))]},
-                                     [None, Link(HALF, HALF), Link(Fraction(1, 4), Fraction(1, 4))]), ("p",)),
+                                     [None, Link(HALF, HALF), Link(Fraction(1, 4), Fraction(1, 4))]), ()),
     "three levels, the mesh in the middle": (
         conv("O[p] += I[p*2+r] * W[r]", p=4, r=2), arch([None, 12, 4], {1: [MeshAxis("x", 2, ("output",))]},
-                                                        [None, Link(HALF, HALF), Link(HALF, HALF, SEPARATE)]), ("p",)),
+                                                        [None, Link(HALF, HALF), Link(HALF, HALF, SEPARATE)]),
+        (("p",), "L1")),
     "two meshed levels": (
         conv(CONV1D, p=4, r=2), arch([None, 10, 3], {1: [MeshAxis("x", 2, ("input",))], 2: [MeshAxis("y", 2, ("output",))]},
-                                     [None, FAST, FAST], Fraction(4)), ("p",)),
+                                     [None, FAST, FAST], Fraction(4)), (("p",), "L1")),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_solver_matches_brute_force(name: str) -> None:
-    """The solver's optimum is the brute force's over equal parts, which here is the optimum over every part
+    """The solver's optimum is the brute force's over its family, which here is the optimum over every part
     too; with window dimensions never split over the mesh (the family before) every case is worse."""
     w, a, unequal = CASES[name]
     info = check(w, a)
@@ -215,6 +219,50 @@ def test_solver_matches_brute_force(name: str) -> None:
     assert any(sp.dim in bfs.window_dims(w) for splits in info["splits"].values() for sp in splits)
     assert brute(w, a, "all").value == info["value"]
     assert brute(w, a, "none").value > info["value"]
+
+
+def random_case(seed: int):
+    """A 1-D convolution (stride, dilation 1-2, a channel k on some) on 2 or 3 levels meshed at L0, in the
+    middle or both (2, 3, 4 or 2x2 instances, random may_reuse), the largest of a few draws within a budget."""
+    rng = random.Random(3000 + seed)
+    depth = 2 if seed % 3 == 0 else 3
+    meshed = [1] if depth == 2 else [[2], [1], [1, 2]][seed % 3 - 1 + (seed // 3) % 2]
+    meshes = {i: [MeshAxis(n, size, rng.choice([("all",), ("input",), ("output",), ("none",)]))
+                  for n, size in zip(("x", "y"), rng.choice([(2,), (3,), (4,), (2, 2)]))] for i in meshed}
+    draws = []
+    for _ in range(10):
+        stride, dilation = rng.choice([1, 1, 2]), rng.choice([1, 1, 2])
+        if rng.random() < 0.8:
+            w = conv(f"O[p] += I[p*{stride}+r*{dilation}] * W[r]", p=rng.randint(2, 5), r=rng.randint(2, 4))
+        else:
+            w = conv(f"O[k,p] += I[p*{stride}+r*{dilation}] * W[k,r]", k=2, p=rng.randint(2, 4), r=rng.randint(2, 3))
+        draws.append((bfs.family_size(w, arch([None] * depth, meshes))[0], len(draws), w))
+    within = [d for d in draws if d[0] <= (600 if depth == 2 else 800)]
+    w = max(within)[2] if within else min(draws)[2]
+    l0 = 3 + rng.choice([0, 1, 2, 4, 8])
+    caps = [None] + ([None if rng.random() < 0.3 else l0 + rng.choice([4, 8, 16])] if depth == 3 else []) + [l0]
+    clocks = [Fraction(1), HALF, Fraction(2), Fraction(1, 4), Fraction(1, 16)]
+    links = [None] + [Link(rng.choice(clocks), rng.choice(clocks), rng.choice([SHARED, SEPARATE])) for _ in range(depth - 1)]
+    return w, arch(caps, meshes, links, rng.choice([Fraction(1), Fraction(4)]))
+
+
+RANDOM_SEEDS = range(14)
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_window_case_matches_brute_force(seed: int) -> None:
+    w, a = random_case(seed)
+    check(w, a)
+
+
+def test_random_window_cases_cover_unequal_parts_at_l0() -> None:
+    """The meshes sit at L0, in the middle and at both; on seeds 3 and 13 unequal parts of a window dimension
+    at L0 beat every schedule with equal parts only (13 vs 17 and 16 vs 24 clocks)."""
+    places = {tuple(i for i, lv in enumerate(random_case(seed)[1].levels) if lv.instances > 1) for seed in RANDOM_SEEDS}
+    assert {(1,), (2,), (1, 2)} <= places
+    for seed, (unequal, equal) in ((3, (13, 17)), (13, (16, 24))):
+        w, a = random_case(seed)
+        assert (brute(w, a, "solver").value[0], brute(w, a, "equal").value[0]) == (unequal, equal)
 
 
 # --------------------------------------------------------------------------- 3. row stationary
@@ -240,14 +288,20 @@ def test_row_stationary_beats_every_schedule_of_the_old_family() -> None:
 
 # --------------------------------------------------------------------------- 4. what is left out, and why
 
-def test_unequal_window_parts_are_left_out_and_named() -> None:
-    """3x3 on 2 compute-bound instances: 3 splits only unequally (2 + 1), so the family splits nothing (9 calls
-    of 4 clocks) while the contract allows p = 2 + 1 (6 calls); the result names the restriction."""
+@pytest.mark.parametrize("mesh_at", [1, 2], ids=["mesh above L0", "mesh at L0"])
+def test_unequal_window_parts_above_l0_are_left_out_and_named(mesh_at: int) -> None:
+    """3x3 on 2 compute-bound instances: 3 splits only unequally (2 + 1). Above L0 the family splits nothing
+    (9 calls of 4 clocks) while the contract allows p = 2 + 1 (6 calls), and the result names the
+    restriction; at L0 (no link below it) every part is searched and the optimum is the contract's."""
     w = conv(CONV1D, p=3, r=3)
-    a = arch([None, 6], {1: [MeshAxis("x", 2, ("all",))]}, [None, FAST], Fraction(4))
+    a = arch([None, 12, 6], {mesh_at: [MeshAxis("x", 2, ("all",))]}, [None, FAST, FAST], Fraction(4))
     info = check(w, a)
-    assert info["value"][0] == 36 and info["restrictions"] == (window_restriction("p", "r"), PLACEMENT)
     assert brute(w, a, "all").value[0] == 24
+    if mesh_at == 1:
+        assert info["value"][0] == 36
+        assert info["restrictions"] == (window_restriction(("p", "r"), "L1"), PLACEMENT)
+    else:
+        assert info["value"][0] == 24 and info["restrictions"] == (PLACEMENT,)
 
 
 def test_a_smaller_part_can_move_more_words() -> None:

@@ -87,7 +87,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
         windowed = any(dd == d for _, dd in in_window)
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
-        # A window's dimensions are split over mesh axes in equal parts (model/windows.spatial_restriction).
+        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
                                 chain_spatial(p), windowed)
         if len(chains) == 0:

@@ -35,7 +35,7 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
            for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family not in (ALL_PARTS, EQUAL_PARTS)]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
-    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts (model/windows.py)
+    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts above L0 (model/windows.py)
     if spatial_windows:
         out.append(spatial_windows)
     reason = placement_disabled_reason(enc)

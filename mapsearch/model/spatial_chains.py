@@ -19,7 +19,8 @@ every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
 divide the parent tile and its pieces; the widest combination whose (chain,
 part) rows stay within :data:`SPATIAL_ROWS_LIMIT` (every part at every
 level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). A filter window's
-dimension gets :data:`EQUAL_PARTS` at every level (:func:`equal_part_choices`).
+dimension gets :data:`EQUAL_PARTS` above L0 (:func:`equal_part_choices`)
+and the widest family within :data:`WINDOW_ROWS_LIMIT` at L0.
 ``parts_family`` names what was cut per level (a family restriction of the
 result unless every level has :data:`ALL_PARTS`).
 """

@@ -80,11 +80,11 @@ class Tree:
         return x, lead
 
 
-def _tree(extent: int, tiles: np.ndarray, parts: Parts, tree: Tree | None) -> Tree:
-    return tree if tree is not None else Tree(extent, tiles, parts)
+def _tree(extent: int, tiles: np.ndarray, tree: Tree | None) -> Tree:
+    return tree if tree is not None else Tree(extent, tiles)
 
 
-def advance_types(extent: int, tiles: np.ndarray, j: int, level: int, parts: Parts = None, tree: Tree | None = None
+def advance_types(extent: int, tiles: np.ndarray, j: int, level: int, tree: Tree | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(x_b, x_a, count, gap)`` per chain (rows) and type (columns): every advance of the level-``j`` loop.
 
@@ -95,9 +95,9 @@ def advance_types(extent: int, tiles: np.ndarray, j: int, level: int, parts: Par
     for a full one or for the remainder, where the instance has a part
     there (``x_a``: its first level-``level`` piece). ``gap``: from the
     start of the piece left to the start of the piece entered. ``tree``:
-    the instance (default: instance 0 of ``parts``).
+    the instance (default: the chains without a split).
     """
-    tree = _tree(extent, tiles, parts, tree)
+    tree = _tree(extent, tiles, tree)
     tj = tree.top[:, j]
     last, trailing = tree.last_inside(tj, j, level)
     to_full = np.zeros(tiles.shape[0], dtype=np.int64)
@@ -116,7 +116,7 @@ def advance_types(extent: int, tiles: np.ndarray, j: int, level: int, parts: Par
     return xb_types, np.stack(xa, 1), np.stack([to_full] + count, 1), xb_types + trailing[:, None] + np.stack(leads, 1)
 
 
-def context_types(extent: int, tiles: np.ndarray, k: int, level: int, parts: Parts = None, tree: Tree | None = None
+def context_types(extent: int, tiles: np.ndarray, k: int, level: int, tree: Tree | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(reach, y_b, y_a, count)`` per chain and type: every level-``k`` piece ``c`` of the instance's tree with
     its last and first level-``level`` pieces (``k <= level``).
@@ -125,7 +125,7 @@ def context_types(extent: int, tiles: np.ndarray, k: int, level: int, parts: Par
     (``|c|`` without a split), so the loops inside ``c`` move the piece's
     start back by ``reach - y_b`` when they reset.
     """
-    tree = _tree(extent, tiles, parts, tree)
+    tree = _tree(extent, tiles, tree)
     entries = tree.pieces(k)
     c = np.stack([z for z, _ in entries], 1)
     n = np.stack([m for _, m in entries], 1)

@@ -31,12 +31,14 @@ by an element constraint on ``choice_p * |chains of r| + choice_r``
 axes' still factors and the other dimensions' counts, as it does for every
 step that changes nothing.
 
-Split over mesh axes, a window dimension has equal parts only
-(model/spatial_chains.EQUAL_PARTS): every instance is instance 0 shifted,
-so the table is instance 0's (from its own tree) and a view's sum is that
-times the view's instances along the two dimensions (docs/spatial.md,
-"Split windows over mesh axes"); unequal parts are a named restriction
-(:func:`spatial_restriction`).
+Split over mesh axes (docs/spatial.md, "Split windows over mesh axes"), a
+window dimension has equal parts above L0 (model/spatial_chains.EQUAL_PARTS):
+there every instance is instance 0 shifted, so a view's sum is instance
+0's table times the view's instances along the two dimensions. At L0 its
+parts may be unequal: a view summing L0 reads the table summed over that
+split's digits, one instance per class of digits on its own tree
+(window_types.instance_classes). Unequal parts above L0 are a named
+restriction (:func:`spatial_restriction`).
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 
     Windows are split for one einsum measured in words (with a spatial
-    fanout their dimensions are split over mesh axes in equal parts only:
-    see :func:`spatial_restriction`). In a fused stage,
+    fanout their dimensions are split over mesh axes, above L0 in equal
+    parts only: see :func:`spatial_restriction`). In a fused stage,
     under other measures, and for a window over a dimension pinned by an
     axis of three or more dimensions, the window's smaller dimension is held
     whole; the reason becomes a family restriction.

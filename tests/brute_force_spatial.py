@@ -6,9 +6,16 @@ nothing from ``mapsearch.model`` or ``mapsearch.solve``. It enumerates,
 straight from docs/spatial.md ("What the solver searches"):
 
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
-  pinned dimensions of ``tests/brute_force.py`` held whole, and the two
-  dimensions of a filter window (an input axis over two) never split
-  spatially, as the solver's family;
+  pinned dimensions of ``tests/brute_force.py`` held whole; the two
+  dimensions of a filter window (an input axis over two) split spatially
+  as ``WINDOW_PARTS`` says: ``"solver"`` (the solver's family, the
+  default) in every part at the innermost level (L0, which has no link
+  below it) and above it only in *equal* parts, which give every instance
+  the same part of every parent piece (every level-``(s-1)`` piece of the
+  instance's tree, whose ancestors' parts are equal too, is ``factor *
+  P``); ``"equal"`` in equal parts at every level; ``"all"`` in every part
+  (the contract's whole family, to measure what the solver leaves out);
+  ``"none"`` never (the solver's family before);
 - at every meshed level ``s`` (a level with more than one instance; there
   may be several), per dimension, every part extent ``P_s`` with
   ``T_{s-1} >= P_s >= T_s`` (the contract's parts: each level-``(s-1)``
@@ -71,7 +78,8 @@ from mapsearch.sim.errors import CapacityError
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import Workload
 
-__all__ = ["Objective", "SpatialResult", "brute_force_spatial", "family", "meshed_levels", "pieces", "all_scored"]
+__all__ = ["Objective", "SpatialResult", "brute_force_spatial", "family", "meshed_levels", "pieces", "all_scored",
+           "equal_parts", "window_dims"]
 
 
 def meshed_levels(arch: Architecture) -> list[int]:
@@ -99,22 +107,56 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 
 
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
+WINDOW_PARTS = "solver"  # a filter window's dims: "solver" (equal parts above L0), "equal", "all" or "none"
 
 
 def _largest_axis(arch: Architecture, s: int) -> int:
     return max(a.size for a in arch.levels[s].mesh)
 
 
-def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinned: bool
+def instance_pieces(extent: int, chain: Sequence[int], parts: Mapping[int, int], digits: Mapping[int, int],
+                    level: int) -> list[int]:
+    """Extents of one instance's level-``level`` pieces: at a meshed level ``k`` it keeps part ``digits[k]`` of
+    every level-``(k-1)`` piece (``parts[k]`` wide, the contract's split with remainder), then tiles it."""
+    out = [extent]
+    for k in range(1, level + 1):
+        nxt = []
+        for x in out:
+            if k in parts:
+                x = min(max(x - digits[k] * parts[k], 0), parts[k])
+            nxt += [min(chain[k - 1], x - x0) for x0 in range(0, x, chain[k - 1])]
+        out = nxt
+    return out
+
+
+def equal_parts(extent: int, chain: Sequence[int], parts: Mapping[int, int], factors: Mapping[int, int]) -> bool:
+    """Every instance gets the same part of every parent piece at every split: each instance's level-``(s-1)``
+    pieces are all ``factor * P`` (checked for every digit of every split above, one by one)."""
+    split = sorted(s for s in parts if factors[s] > 1)
+    for s in split:
+        above = [k for k in split if k < s]
+        for combo in itertools.product(*(range(factors[k]) for k in above)):
+            digits = dict(zip(above, combo))
+            own = {k: parts[k] for k in above}
+            if any(x != factors[s] * parts[s] for x in instance_pieces(extent, chain, own, digits, s - 1)):
+                return False
+    return True
+
+
+def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinned: bool, window: str | None = None
                 ) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """Per dimension: every (chain, parts, factors) of the family, one part and factor per meshed level.
 
     ``meshed``: ``(level, largest axis)`` per meshed level; a part is the
     parent extent where the level does not split the dimension.
+    ``window``: the dimension is a filter window's, split as ``WINDOW_PARTS``
+    says (``"solver"``, ``"equal"``, ``"all"``, ``"none"``).
     """
     if pinned:
         chain = (extent,) * depth
         return [(chain, tuple(extent for _ in meshed), tuple(1 for _ in meshed))]
+    if window == "none":
+        meshed = [(s, 1) for s, _ in meshed]
     out = []
     for chain in bf.chains(extent, depth):
         per_level = []
@@ -130,7 +172,14 @@ def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinn
                     options.append((part, factor))
             per_level.append(options)
         for combo in itertools.product(*per_level):
-            out.append((chain, tuple(p for p, _ in combo), tuple(f for _, f in combo)))
+            parts, factors = tuple(p for p, _ in combo), tuple(f for _, f in combo)
+            levels = [s for s, _ in meshed]
+            # "solver": the innermost level (depth) may have any part, the levels above equal ones.
+            checked = [n for n, s in enumerate(levels) if window == "equal" or (window == "solver" and s < depth)]
+            if checked and not equal_parts(extent, chain, {levels[n]: parts[n] for n in checked},
+                                           {levels[n]: factors[n] for n in checked}):
+                continue
+            out.append((chain, parts, factors))
     return out
 
 
@@ -165,6 +214,12 @@ def _axis_assignments(w: Workload, arch: Architecture, s: int, split: list[tuple
         yield tuple(SpatialSplit(d, part, mesh[a].name) for (d, part, _), a in zip(split, axes)), math.prod(used)
 
 
+def window_dims(w: Workload) -> set[str]:
+    """The dimensions of filter windows: input axes over exactly two dimensions of extent > 1."""
+    return {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
+            for d in ix.dims if w.extent[d] > 1}
+
+
 def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, dict]]:
     """Every (tiles, parts, splits): the tile chains, the part extents and the splits on mesh axes, per meshed level.
 
@@ -175,10 +230,9 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
     levels = meshed_levels(arch)
     meshed = [(s, _largest_axis(arch, s)) for s in levels]
     pinned = bf.pinned_dims(w)
-    # The solver's spatial family keeps a filter window's two dimensions temporal (a named restriction).
-    windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
-                for d in ix.dims if w.extent[d] > 1}
-    per_dim = [dim_options(e, depth, [(s, 1 if d in windowed else f) for s, f in meshed], d in pinned)
+    # A filter window's two dimensions are split as WINDOW_PARTS says (by default the solver's family).
+    windowed = window_dims(w)
+    per_dim = [dim_options(e, depth, meshed, d in pinned, WINDOW_PARTS if d in windowed else None)
                for d, e in w.extents]
     combos = []
     for combo in itertools.product(*per_dim):

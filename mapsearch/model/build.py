@@ -87,9 +87,9 @@ def dimension_chains(p: Problem, constraints: Constraints,
         windowed = any(dd == d for _, dd in in_window)
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
-        # A window's dimensions are not split over mesh axes (model/windows.spatial_restriction).
+        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                () if windowed else chain_spatial(p), windowed)
+                                chain_spatial(p), windowed)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))

@@ -72,9 +72,16 @@ class DimChains:
     factors: np.ndarray | None = None
     flavoured: dict | None = None
     parts_family: tuple[str, ...] | None = None  # which part extents were cut, per meshed level
+    part_levels: tuple[int, ...] | None = None  # the meshed level of each column of ``parts``
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
+
+    def parts_by_level(self) -> dict[int, np.ndarray] | None:
+        """``{meshed level: part extent per row}`` (None without meshed levels); unsplit rows: the parent tile."""
+        if self.parts is None or self.part_levels is None:
+            return None
+        return {s: self.parts[:, lv] for lv, s in enumerate(self.part_levels)}
 
     def take(self, idx: np.ndarray) -> "DimChains":
         """The chains of rows ``idx`` (same space, fewer survivors)."""
@@ -216,12 +223,17 @@ def enumerate_chains(
     if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        q = spatial_quantities(q, spatial, footprints, block)
+        # A window dimension: equal parts above the innermost level (docs/spatial.md, "Split windows over mesh axes").
+        q = spatial_quantities(q, spatial, footprints, block, window=window)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     if window:
-        from mapsearch.model.window_types import window_signature
+        from mapsearch.model.window_types import instance_classes, window_signature
 
-        q["window"] = window_signature(extent, tiles)
+        if q.get("parts") is None:
+            q["window"] = window_signature(extent, q["tiles"])
+        else:  # the types of every instance the views read, and how many instances each stands for
+            trees, sizes = instance_classes(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
+            q["window"] = np.concatenate([window_signature(extent, q["tiles"], trees), sizes], axis=1)
     return _prune(q, raw, reduced, label)
 
 
@@ -341,4 +353,5 @@ def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> D
                    "small": {f: {k: a[idx] for k, a in d.items()} for f, d in v["small"].items()}}
             for name, v in q["flavoured"].items()},
         parts_family=q.get("parts_family"),
+        part_levels=q.get("part_levels"),
     )

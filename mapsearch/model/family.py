@@ -14,7 +14,7 @@ from fractions import Fraction
 from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
-from mapsearch.model.spatial_chains import ALL_PARTS
+from mapsearch.model.spatial_chains import ALL_PARTS, EQUAL_PARTS
 from mapsearch.model.windows import held_whole_restriction, spatial_restriction
 
 
@@ -32,10 +32,10 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
         out.append("reduced tile candidates: " + "; ".join(f"{d} {family}" for d, family in reduced))
     names = [p.architecture.levels[s].name for s in enc.spatial_levels]
     cut = [(d, family if len(names) == 1 else f"{family} at {name}")
-           for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family != ALL_PARTS]
+           for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family not in (ALL_PARTS, EQUAL_PARTS)]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
-    spatial_windows = spatial_restriction(enc)
+    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts above L0 (model/windows.py)
     if spatial_windows:
         out.append(spatial_windows)
     reason = placement_disabled_reason(enc)

@@ -18,9 +18,11 @@ Which parts are enumerated (:func:`choose_families`): per meshed level
 every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
 divide the parent tile and its pieces; the widest combination whose (chain,
 part) rows stay within :data:`SPATIAL_ROWS_LIMIT` (every part at every
-level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). ``parts_family`` names
-what was cut per level (a family restriction of the result unless every
-level has :data:`ALL_PARTS`).
+level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). A filter window's
+dimension gets :data:`EQUAL_PARTS` above L0 (:func:`equal_part_choices`)
+and the widest family within :data:`WINDOW_ROWS_LIMIT` at L0.
+``parts_family`` names what was cut per level (a family restriction of the
+result unless every level has :data:`ALL_PARTS`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ ALL_PARTS = "all parts"
 BALANCED_PARTS = "balanced parts ceil(T/m) only"
 EVEN_PARTS = "even divisions of the parent tile only"
 FAMILIES = (ALL_PARTS, BALANCED_PARTS, EVEN_PARTS)
+# A window dimension's parts above L0 (model/windows.py): every instance the same part of every parent piece.
+EQUAL_PARTS = "equal parts only"
+# A window dimension's split rows at L0, where its parts may be unequal, in every family. Its coincidence
+# tables pair every row with every row of its partner, and CP-SAT slows with them: on eyeriss-like's
+# ResNet-50 3x3 layers with the plain limits (p and q: 4,585 balanced parts of 56, 4,046 parts of 28)
+# three of five layers ended 30 s with more words than with equal parts only (280 rows); with this limit
+# (p of 56: even divisions, 424 rows; of 28: balanced parts) four end as with equal parts, conv5 with fewer words.
+WINDOW_ROWS_LIMIT = 2_000
 _CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
@@ -168,14 +178,17 @@ def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, fami
     return np.bincount(rows, minlength=tiles.shape[0]).astype(np.int64)
 
 
-def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[str, ...]:
+def choose_families(tiles: np.ndarray, extent: int, spatial, commons,
+                    limits: tuple[int, int] | None = None) -> tuple[str, ...]:
     """The widest part family per meshed level whose split (chain, part) rows fit the limits.
 
     Every part everywhere while the rows beyond the unsplit chains stay
-    within :data:`SPATIAL_ROWS_LIMIT`; otherwise the combination with the
-    most rows within :data:`BALANCED_ROWS_LIMIT`; none fitting, parts that
-    divide at every level.
+    within ``limits[0]`` (:data:`SPATIAL_ROWS_LIMIT`); otherwise the
+    combination with the most rows within ``limits[1]``
+    (:data:`BALANCED_ROWS_LIMIT`); none fitting, parts that divide at every
+    level.
     """
+    all_limit, narrower_limit = limits or (SPATIAL_ROWS_LIMIT, BALANCED_ROWS_LIMIT)
     counts = {(lv, fam): _choice_counts(tiles, extent, s, mf, fam, commons[lv])
               for lv, (s, mf) in enumerate(spatial) for fam in FAMILIES}
     best, best_rows = None, -1
@@ -184,7 +197,7 @@ def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[s
         for lv, fam in enumerate(combo):
             total *= 1 + counts[(lv, fam)]
         split_rows = float(total.sum()) - tiles.shape[0]
-        limit = SPATIAL_ROWS_LIMIT if all(f == ALL_PARTS for f in combo) else BALANCED_ROWS_LIMIT
+        limit = all_limit if all(f == ALL_PARTS for f in combo) else narrower_limit
         if all(f == ALL_PARTS for f in combo) and split_rows <= limit:
             return combo
         if split_rows <= limit and split_rows > best_rows:
@@ -192,25 +205,80 @@ def choose_families(tiles: np.ndarray, extent: int, spatial, commons) -> tuple[s
     return best if best is not None else (EVEN_PARTS,) * len(spatial)
 
 
+# ----------------------------------------------------------------------------- equal parts
+def _uniform_above(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], s: int) -> np.ndarray:
+    """Per row: every level-``(s-1)`` piece of instance 0's tree has extent ``T_{s-1}``.
+
+    ``parts``: the part per row at the meshed levels above ``s`` (the parent
+    tile where unsplit), themselves equal parts. Going down, a level's
+    pieces stay all equal exactly when its tile divides their parent (the
+    part, at a split).
+    """
+    ok = np.ones(tiles.shape[0], dtype=bool)
+    parent = np.full(tiles.shape[0], extent, dtype=np.int64)
+    for m in range(1, s):
+        parent = parts.get(m, parent)
+        ok &= parent % tiles[:, m - 1] == 0
+        parent = tiles[:, m - 1]
+    return ok
+
+
+def equal_part_choices(tiles: np.ndarray, extent: int, s: int, max_factor: int,
+                       above: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(row, part)`` pairs of :data:`EQUAL_PARTS` at level ``s`` and whether every part would have been one.
+
+    A part ``P`` with ``T_s <= P < T_{s-1}`` and factor at most ``max_factor``
+    is *equal* when every level-``(s-1)`` piece of instance 0's tree is
+    ``T_{s-1}`` and ``P`` divides it: then every instance gets ``P`` of every
+    parent piece, so every instance's tree along the dimension is instance
+    0's (docs/spatial.md, "Split windows over mesh axes"). The flag is False
+    when some row has a legal part that is not equal (the family
+    restriction can matter).
+    """
+    parent = _parents(tiles, extent, s)
+    inner = tiles[:, s - 1]
+    rows, parts = part_choices(parent, inner, max_factor, EVEN_PARTS, parent)
+    ok = _uniform_above(tiles, extent, above, s)[rows]
+    rows, parts = rows[ok], parts[ok]
+    every = _choice_counts(tiles, extent, s, max_factor, ALL_PARTS, parent)
+    return rows, parts, bool(np.array_equal(every, np.bincount(rows, minlength=tiles.shape[0])))
+
+
 # ----------------------------------------------------------------------------- the chains
-def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int) -> dict:
+def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int,
+                       window: bool = False) -> dict:
     """Add a part per meshed level to every chain: one row per (chain, parts); the unsplit part is the parent.
 
     ``spatial``: ``(level, largest mesh axis)`` per meshed level, outermost
     first. The rows gain ``parts``/``factors`` (one column per meshed level)
     and ``flavoured``: the tables of every view, keyed by a tuple of
-    ``"rep"``/``"sum"`` per meshed level.
+    ``"rep"``/``"sum"`` per meshed level. ``window`` (a filter window's
+    dimension, docs/spatial.md "Split windows over mesh axes"):
+    :data:`EQUAL_PARTS` at every meshed level but the innermost level (the
+    family is named :data:`ALL_PARTS` at a level where it leaves no part
+    out), the widest family within the row limits there.
     """
     tiles, extent = q["tiles"], q["extent"]
     levels = [s for s, _ in spatial]
     commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
-    families = choose_families(tiles, extent, spatial, commons)
+    if window:
+        families = [EQUAL_PARTS] * len(levels)
+    else:
+        families = list(choose_families(tiles, extent, spatial, commons))
     sel = np.arange(tiles.shape[0])
     part_cols: list[np.ndarray] = []
     split_rows = 0
     for lv, ((s, mf), family) in enumerate(zip(spatial, families)):
         parent = _parents(tiles[sel], extent, s)
-        rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel])
+        if window and s == tiles.shape[1]:  # no link below: any part is exact (model/windows.py)
+            family = families[lv] = choose_families(tiles[sel], extent, ((s, mf),), (commons[lv][sel],),
+                                                    (WINDOW_ROWS_LIMIT, WINDOW_ROWS_LIMIT))[0]
+        if family == EQUAL_PARTS:
+            above = {levels[n]: part_cols[n] for n in range(lv)}
+            rows, parts, complete = equal_part_choices(tiles[sel], extent, s, mf, above)
+            families[lv] = ALL_PARTS if complete else EQUAL_PARTS
+        else:
+            rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel])
         keep = np.concatenate([np.arange(sel.size), rows])
         part_cols = [c[keep] for c in part_cols] + [np.concatenate([parent, parts])]
         sel = sel[keep]
@@ -222,7 +290,8 @@ def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints
     part = np.stack(part_cols, axis=1)
     parents = np.stack([_parents(out["tiles"], extent, s) for s in levels], axis=1)
     out["parts"], out["factors"] = part, -(-parents // part)
-    out["parts_family"] = families
+    out["parts_family"] = tuple(families)
+    out["part_levels"] = tuple(levels)
     out["part_rows"] = int(split_rows)
     by_level = {s: part[:, lv] for lv, s in enumerate(levels)}
     out["flavoured"] = all_view_tables(out["tiles"], extent, by_level,

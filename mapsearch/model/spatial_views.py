@@ -45,7 +45,7 @@ def cut(pieces: Pieces, t: np.ndarray) -> Pieces:
     return [(t, full_count)] + out
 
 
-class _Instance:
+class Instance:
     """One instance (a digit per meshed level, per chain row) and the quantities of its own tree.
 
     Its tree cuts, at each level ``k``, every parent piece into its own part
@@ -125,7 +125,7 @@ class _Instance:
         return out
 
 
-def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def digit_classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Digits of a split that do the same work, per row: ``(lowest digit, digits in the class)`` per column.
 
     Digit ``q``'s part of a parent piece ``z`` is ``P`` when ``q < floor(z/P)``,
@@ -144,7 +144,7 @@ def _classes(zs: Pieces, part: np.ndarray, factor: np.ndarray) -> tuple[np.ndarr
     return points[:, :-1], np.diff(points, axis=1)
 
 
-def _expanded(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], level: int) -> Pieces:
+def expanded_pieces(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], level: int) -> Pieces:
     """Every instance's level-``level`` pieces together: each split cuts every part (the summed tree)."""
     rows = tiles.shape[0]
     pieces: Pieces = [(np.full(rows, extent, dtype=np.int64), np.ones(rows, dtype=np.int64))]
@@ -165,7 +165,7 @@ def view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], vi
     instance is active, and a level-``k`` piece is still up to ``i`` when the
     instance has one level-``i`` piece below it). A piece still only
     because the instance idles through remainders is summed apart, under
-    ``W[f][(k, i, mask)]`` (:meth:`_Instance.singles`: an output's keeper at a
+    ``W[f][(k, i, mask)]`` (:meth:`Instance.singles`: an output's keeper at a
     level of ``mask`` flushes it).
     """
     levels = sorted(parts)
@@ -224,7 +224,7 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
 
     Every class combination of the meshed levels is one instance; a view
     walks those whose class at each ``"rep"`` level is digit 0's (column 0
-    of :func:`_classes`), weighted by the product of the class sizes at its
+    of :func:`digit_classes`), weighted by the product of the class sizes at its
     ``"sum"`` levels. Each instance is walked once, on the rows some view
     weighs it at, and each view adds its share in the order a walk of that
     view alone would.
@@ -233,7 +233,7 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
     levels = sorted(parts)
     views = [tuple(v) for v in views]
     factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
-    summed = {s: _classes(_expanded(tiles, extent, parts, s - 1), parts[s], factors[s])
+    summed = {s: digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[s])
               for lv, s in enumerate(levels) if any(v[lv] == "sum" for v in views)}
     out = _Tables(views, rows, depth, footprints)
     # Rows where a class has digits (size > 0), per summed level and column: a combination's instance
@@ -265,13 +265,13 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
             continue
         digits = {s: (summed[s][0][on_rows, c] if s in summed else np.zeros(on_rows.size, dtype=np.int64))
                   for s, c in zip(levels, combo)}
-        inst = _Instance(tiles[on_rows], extent, {s: p[on_rows] for s, p in parts.items()}, digits)
+        inst = Instance(tiles[on_rows], extent, {s: p[on_rows] for s, p in parts.items()}, digits)
         at = slice(None) if on_rows.size == rows else on_rows
         _add_instance(inst, at, np.array(walking), np.stack(weights), out, block)
     return out.result()
 
 
-def _add_instance(inst: _Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:
+def _add_instance(inst: Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:
     """Add one instance's quantities, times each walking view's weight (a row each), at rows ``at``.
 
     The instance's own quantities are summed over its pieces first, then

@@ -64,7 +64,7 @@ def idle_sums(enc: Encoding, d: str, f: Footprint, k: int, i: int,
               view: tuple[str, ...] | None = None) -> list[tuple[tuple[int, ...], Q]]:
     """The still sums ``small_sum`` leaves out: pieces an instance idles through, per set of levels.
 
-    ``(levels, sum)`` pairs (model/spatial_chains.py, ``_Instance.single``):
+    ``(levels, sum)`` pairs (model/spatial_chains.py, ``Instance.single``):
     those pieces are still for an input, and for an output only when none of
     ``levels`` keeps it (a keeper there moves on while the instance idles,
     which flushes the instance's partial sums).

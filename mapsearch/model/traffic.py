@@ -199,7 +199,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
             if j == i:
                 c = enc.select(in_prefix[e], c, Q.const(0), f"reuse_{tensor}_L{i}_{e}{j}_on")
             corrections.append(c)
-    corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, out,
+    corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, views, out,
                                  first_loop_level)
 
     if corrections:
@@ -223,8 +223,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     return result
 
 
-def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, out: dict,
-                  first_loop_level: int) -> list[Q]:
+def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, views: dict,
+                  out: dict, first_loop_level: int) -> list[Q]:
     """Steps where a window dimension's loop advances and the buffer's region stays (model/windows.py).
 
     For window ``(p, r)`` and the loop of ``e`` in it at level ``j``: the
@@ -235,8 +235,28 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     axis's still factor and every other dimension's contexts, as for the
     corrections of :func:`region_words`. At ``j = i`` only a loop outside
     the buffer moves its region.
+
+    Split over mesh axes (docs/spatial.md, "Split windows over mesh
+    axes"), a window dimension has equal parts above the innermost level,
+    where every instance has instance 0's coincidences, so a view's sum
+    over those splits is the table times its instances along each window
+    dimension (``N[0]`` of the view with the innermost split at digit 0);
+    at the innermost level a ``sum`` view reads the table summed over that
+    split's instances (model/windows.coincidences, ``summed``).
     """
+    from mapsearch.model.spatial import REP, SUM
+    from mapsearch.model.tiles import piece_count
     from mapsearch.model.windows import coincidences
+
+    innermost = enc.spatial_levels.index(enc.problem.depth) if enc.problem.depth in enc.spatial_levels else None
+
+    def above_innermost(d: str):
+        """``d``'s view with the innermost split at digit 0."""
+        v = views.get(d)
+        return v if innermost is None or v is None else v[:innermost] + (REP,) + v[innermost + 1:]
+
+    def instances(d: str) -> Q:
+        return resolve_view(enc, above_innermost(d), lambda v: piece_count(enc, d, 0, v), f"{tensor}_L{i}_{d}_inst")
 
     def pick(lit, if_true, if_false, stem: str) -> Q:
         if lit is True:
@@ -248,6 +268,8 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     terms: list[Q] = []
     for win in windows:
         others = [a for a in axes if a is not win]
+        # The windowed tensor is indexed by both dimensions: their view entries are "rep" or "sum", never a literal.
+        summed = innermost is not None and any(views.get(d) is not None and views[d][innermost] == SUM for d in win.dims)
         for e in win.dims:
             o = win.other(e)
             for j in range(first_loop_level, i + 1):
@@ -255,8 +277,9 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                     continue  # e's level-i loop is inside the buffer: it moves nothing
 
                 def table(le: int, lo: int, e=e, o=o, j=j) -> Q:
-                    return pick(before(enc, j, o, e), lambda: coincidences(enc, win, e, j, le, lo, True),
-                                lambda: coincidences(enc, win, e, j, le, lo, False), f"coincide_{tensor}_{e}{j}_order")
+                    return pick(before(enc, j, o, e), lambda: coincidences(enc, win, e, j, le, lo, True, summed),
+                                lambda: coincidences(enc, win, e, j, le, lo, False, summed),
+                                f"coincide_{tensor}_{e}{j}_order")
 
                 def at(le: int, o=o, table=table) -> Q:
                     return pick(out.get(o, True), lambda: table(le, i), lambda: table(le, i - 1),
@@ -266,7 +289,8 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                                               f"coincide_{tensor}_{e}_placed")
                 if h.is_const and int(h.expr) == 0:
                     continue
-                factors = [h] + [axis(a, context_of(e, j)) for a in others] + counts_around(e, j)
+                factors = [h] + [instances(d) for d in win.dims] + [axis(a, context_of(e, j)) for a in others] \
+                    + counts_around(e, j)
                 c = enc.product(factors, f"coincide_{tensor}_L{i}_{e}{j}")
                 if j == i and out.get(e, True) is not True:
                     c = pick(out[e], lambda c=c: c, lambda: Q.const(0), f"coincide_{tensor}_L{i}_{e}_on")

@@ -30,6 +30,15 @@ by an element constraint on ``choice_p * |chains of r| + choice_r``
 (:func:`coincidences`), and model/traffic.py multiplies it by the other
 axes' still factors and the other dimensions' counts, as it does for every
 step that changes nothing.
+
+Split over mesh axes (docs/spatial.md, "Split windows over mesh axes"), a
+window dimension has equal parts above L0 (model/spatial_chains.EQUAL_PARTS):
+there every instance is instance 0 shifted, so a view's sum is instance
+0's table times the view's instances along the two dimensions. At L0 its
+parts may be unequal: a view summing L0 reads the table summed over that
+split's digits, one instance per class of digits on its own tree
+(window_types.instance_classes). Unequal parts above L0 are a named
+restriction (:func:`spatial_restriction`).
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
 from mapsearch.model.row_keys import distinct_rows, sorted_groups
-from mapsearch.model.window_types import advance_types, context_types
+from mapsearch.model.window_types import advance_types, context_types, instance_classes
 from mapsearch.spec.workload import Workload
 
 # Entries of the (chain of p, chain of r, type, type) block computed at once.
@@ -91,8 +100,8 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 
     Windows are split for one einsum measured in words (with a spatial
-    fanout their dimensions are not split over mesh axes: a restriction of
-    the spatial family, see :func:`spatial_restriction`). In a fused stage,
+    fanout their dimensions are split over mesh axes, above L0 in equal
+    parts only: see :func:`spatial_restriction`). In a fused stage,
     under other measures, and for a window over a dimension pinned by an
     axis of three or more dimensions, the window's smaller dimension is held
     whole; the reason becomes a family restriction.
@@ -116,11 +125,20 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
 
 
 def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions stay temporal."""
-    if not enc.spatial_levels or not enc.windows:
+    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
+    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
+    where an unequal part was left out."""
+    from mapsearch.model.spatial_chains import EQUAL_PARTS
+
+    levels = enc.problem.architecture.levels
+    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
+           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
+    if not cut:
         return None
-    dims = sorted({d for win in enc.windows for d in win.dims})
-    return f"spatial splits: the dimensions of split windows ({', '.join(dims)}) are not split over mesh axes"
+    dims = sorted({d for d, _ in cut})
+    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
+    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
+            f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
 def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
@@ -131,7 +149,7 @@ def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
 # --------------------------------------------------------------------------- the table
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None = None) -> np.ndarray:
+                      other_outer: bool, memo: dict | None = None, summed: bool = False) -> np.ndarray:
     """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
 
     Rows: chains of the advancing dimension; columns: chains of the other.
@@ -141,17 +159,42 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     advancing one, so its context is its level-``j`` piece (else its
     level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
     kept across calls on the same chains (:func:`_distinct_types`).
+
+    Chains split over mesh axes: instance 0's coincidences, or with
+    ``summed`` those of every instance of the innermost level's split
+    (one per class of digits, weighed by the class sizes of both
+    dimensions: window_types.instance_classes).
     """
-    table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
-    return table[row_of][:, col_of]
+    memo = {} if memo is None else memo
+    if not summed:
+        table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+        return table[row_of][:, col_of]
+    (_, sizes_a), (_, sizes_o) = _instances(memo, advancing), _instances(memo, other)
+    out = np.zeros((len(advancing), len(other)), dtype=np.int64)
+    for a in range(sizes_a.shape[1]):
+        for o in range(sizes_o.shape[1]):
+            table, row_of, col_of = _type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
+            out += sizes_a[:, a, None] * sizes_o[None, :, o] * table[row_of][:, col_of]
+    return out
+
+
+def _instances(memo: dict, ch: DimChains):
+    """window_types.instance_classes of ``ch``, once per chains (``memo`` keeps them with the chains)."""
+    key = (id(ch), "instances")
+    if key not in memo:
+        memo[key] = (ch, instance_classes(ch))
+    return memo[key][1]
 
 
 def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``."""
+                other_outer: bool, memo: dict | None, which: tuple[int, int] = (0, 0)
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``.
+
+    ``which``: the instance of each dimension (:func:`_instances`; 0 is instance 0)."""
     memo = {} if memo is None else memo
-    (xb, xa, m), row_of = _distinct_types(memo, advancing, "advance", j, le)
-    (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo)
+    (xb, xa, m, gap), row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
+    (c, yb, ya, n), col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo, which[1])
     rows, cols = xb.shape[0], c.shape[0]
     out = np.zeros((rows, cols), dtype=np.int64)
     per_row = max(1, cols * xb.shape[1] * c.shape[1])
@@ -159,18 +202,19 @@ def _type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int
     for lo_row in range(0, rows, step):
         checkpoint(f"tabling the coincidences of {len(advancing):,} x {len(other):,} window chains")
         sl = slice(lo_row, lo_row + step)
-        XB, XA, M = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None]
+        XB, XA, M, G = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None], gap[sl, None, :, None]
         C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
-        same_start = se * XB == so * (C - YB)
+        same_start = se * G == so * (C - YB)
         same_length = se * XB + so * YB == se * XA + so * YA
         words = se * (XA - 1) + so * (YA - 1) + 1
         out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
     return out, row_of, col_of
 
 
-def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int):
+def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int, which: int = 0):
     """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
-    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them.
+    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them. A chain
+    split over mesh axes has the types of its instance ``which`` (:func:`_instances`).
 
     A coincidence reads its row's and its column's types alone, and
     thousands of chains share a few hundred types, so the table is computed
@@ -178,16 +222,21 @@ def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level
     and direction, so ``memo`` keeps them (with the chains, whose ``id`` is
     the key).
     """
-    key = (id(ch), kind, level_from, level_to)
+    key = (id(ch), kind, level_from, level_to, which)
     if key not in memo:
+        parts = ch.parts_by_level()
+        tree = _instances(memo, ch)[0][which]
         if kind == "advance":
-            xb, xa, m = advance_types(ch.extent, ch.tiles, level_from, level_to)
-            types = [xb * (m > 0), xa * (m > 0), m]
+            xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
+            types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])
         else:
-            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to)
+            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
             types = [c * (n > 0), yb * (n > 0), ya * (n > 0), n]
         first, inverse = distinct_rows(types)
-        memo[key] = (ch, [t[first] for t in types], inverse)
+        distinct = [t[first] for t in types]
+        if kind == "advance" and not parts:
+            distinct.append(distinct[0])  # the gap of a tree without parts is x_b
+        memo[key] = (ch, distinct, inverse)
     return memo[key][1:]
 
 
@@ -238,8 +287,19 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...
                 extra.append(table[row_of])
                 table, _, col_of = _type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
                 extra.append(table[:, col_of].T)
+                if _unequal_innermost(out[d]) or _unequal_innermost(out[o]):  # the sum over instances too
+                    extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo,
+                                                   summed=True))
+                    extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo,
+                                                   summed=True).T)
         out[d] = out[d].take(_undominated(out[d], np.concatenate(extra, axis=1)))
     return out
+
+
+def _unequal_innermost(ch: DimChains) -> bool:
+    """Some chain splits the dimension at the innermost level (where its parts may be unequal)."""
+    return ch.part_levels is not None and ch.depth in ch.part_levels and \
+        int(ch.factors[:, ch.part_levels.index(ch.depth)].max()) > 1
 
 
 def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
@@ -248,15 +308,13 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
     A row is beaten by another at least as good everywhere and no larger
     that differs from it, or by an earlier twin (equal everywhere).
     """
-    x, u = (1, 0), (0, 1)
     exact = [ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls]
-    still = []
-    for f in sorted(ch.small):
-        for key in sorted(ch.small[f]):
-            col = ch.small[f][key]
-            if f == x and u in ch.small:
-                col = col - ch.small[u][key]
-            still.append(col)
+    still = _still_columns(ch.small)
+    if ch.flavoured:  # split over mesh axes: every view's tables too (the coincidences are instance 0's)
+        exact.append(ch.factors)
+        for view in ch.flavoured.values():
+            exact += [view["counts"]] + [view["sums"][f] for f in sorted(view["sums"])] + [view["calls"]]
+            still += _still_columns(view["small"])
     good = [coincidence_cols] + ([np.stack(still, axis=1)] if still else [])
     # First among rows that read alike everywhere (only their extents differ), then across them.
     rows = np.arange(len(ch))
@@ -267,6 +325,19 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
         beaten[order[~first_of_value]] = True  # a later twin
         rows = rows[~beaten]
     return rows
+
+
+def _still_columns(small: dict) -> list[np.ndarray]:
+    """The still sums a window's words grow with: ``W - C`` for the extents (``W`` where no counts), ``C``, others."""
+    x, u = (1, 0), (0, 1)
+    out = []
+    for f in sorted(small):
+        for key in sorted(small[f]):
+            col = small[f][key]
+            if f == x and u in small:
+                col = col - small[u].get(key, 0)
+            out.append(col)
+    return out
 
 
 # --------------------------------------------------------------------------- the model
@@ -287,15 +358,17 @@ def pair_index(enc: Encoding, win: Window):
     return enc.cache[key]
 
 
-def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, other_outer: bool) -> Q:
-    """:func:`coincidence_table` of the chosen pair of chains, as a quantity."""
+def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, lo: int, other_outer: bool,
+                 summed: bool = False) -> Q:
+    """:func:`coincidence_table` of the chosen pair of chains, as a quantity (``summed``: over the instances of
+    the innermost level's split)."""
     o = win.other(e)
     k = min(j if other_outer else j - 1, lo)
-    key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k)
+    key = ("coincidences", win.dims, win.coeffs, e, j, le, lo, k, summed)
     if key in enc.cache:
         return enc.cache[key]
     table = coincidence_table(enc.chains[e], enc.chains[o], win.coeff(e), win.coeff(o), j, le, lo, other_outer,
-                              enc.cache.setdefault("window_types", {}))
+                              enc.cache.setdefault("window_types", {}), summed)
     if e != win.dims[0]:
         table = table.T  # rows: chains of the window's first dimension
     values = table.ravel()

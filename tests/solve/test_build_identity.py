@@ -40,8 +40,8 @@ import mapsearch.model.row_keys as row_keys  # noqa: E402
 from mapsearch.model.dominance import beaten_in_groups, survivors, undominated  # noqa: E402
 from mapsearch.model.row_keys import distinct_rows, sorted_groups  # noqa: E402
 from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, _choice_counts, part_choices  # noqa: E402
-from mapsearch.model.spatial_views import _classes, _expanded, _Instance, all_view_tables  # noqa: E402
-from mapsearch.model.window_types import advance_types, context_types  # noqa: E402
+from mapsearch.model.spatial_views import digit_classes, expanded_pieces, Instance, all_view_tables  # noqa: E402
+from mapsearch.model.window_types import Tree, advance_types, context_types  # noqa: E402
 from mapsearch.model import windows  # noqa: E402
 
 
@@ -123,7 +123,7 @@ def ref_part_choices(parent, inner, max_factor, family, common):
     return (np.concatenate(rows), np.concatenate(parts)) if rows else (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-class _RefInstance(_Instance):
+class _RefInstance(Instance):
     """An instance walked as it was: ``clip`` parts, one walk down per pair of levels (``single``)."""
 
     def __init__(self, tiles, extent, parts, digits):
@@ -151,7 +151,7 @@ def ref_view_tables(tiles, extent, parts, view, footprints, block):
     rows, depth = tiles.shape
     levels = sorted(parts)
     factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
-    summed = {s: _classes(_expanded(tiles, extent, parts, s - 1), parts[s], factors[s]) for s in levels if view[s] == "sum"}
+    summed = {s: digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[s]) for s in levels if view[s] == "sum"}
     counts = np.zeros((rows, depth + 1), dtype=np.int64)
     sums = {f: np.zeros((rows, depth + 1), dtype=np.int64) for f in footprints}
     small = {f: {(k, i): np.zeros(rows, dtype=np.int64) for i in range(1, depth + 1) for k in range(i)} for f in footprints}
@@ -289,9 +289,14 @@ def test_all_view_tables_are_one_view_at_a_time(seed: int) -> None:
 def ref_window_undominated(ch, coincidence_cols: np.ndarray) -> np.ndarray:
     """Window pruning as it was: ``np.unique`` groups, then every pair (a later twin is beaten)."""
     x, u = (1, 0), (0, 1)
-    exact = np.concatenate([ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]], axis=1)
-    good = [coincidence_cols] + [(ch.small[f][k] - (ch.small[u][k] if f == x and u in ch.small else 0))[:, None]
-                                 for f in sorted(ch.small) for k in sorted(ch.small[f])]
+    tables = [{"counts": ch.counts, "sums": ch.sums, "small": ch.small, "calls": ch.calls}]
+    tables += list((ch.flavoured or {}).values())  # split over mesh axes: every view's tables too
+    exact = np.concatenate([t["counts"] for t in tables[:1]] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls[:, None]]
+                           + ([ch.factors] if ch.flavoured else [])
+                           + [np.concatenate([t["counts"]] + [t["sums"][f] for f in sorted(t["sums"])] + [t["calls"][:, None]],
+                                             axis=1) for t in tables[1:]], axis=1)
+    good = [coincidence_cols] + [(t["small"][f][k] - (t["small"][u].get(k, 0) if f == x and u in t["small"] else 0))[:, None]
+                                 for t in tables for f in sorted(t["small"]) for k in sorted(t["small"][f])]
     good = np.concatenate(good, axis=1)
     rows = np.arange(len(ch))
     for columns in (np.concatenate([exact, good], axis=1), exact):
@@ -305,25 +310,36 @@ def ref_window_undominated(ch, coincidence_cols: np.ndarray) -> np.ndarray:
     return rows
 
 
-def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer) -> np.ndarray:
-    """The coincidence table over every pair of chains."""
-    xb, xa, m = advance_types(advancing.extent, advancing.tiles, j, le)
-    c, yb, ya, n = context_types(other.extent, other.tiles, min(j if other_outer else j - 1, lo), lo)
-    XB, XA, M = xb[:, None, :, None], xa[:, None, :, None], m[:, None, :, None]
+def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer, digits=(0, 0)) -> np.ndarray:
+    """The coincidence table over every pair of chains (of the instances with digit ``digits`` at L0's split)."""
+    trees = [Tree(ch.extent, ch.tiles, ch.parts_by_level(),
+                  {ch.depth: np.full(len(ch), q)} if ch.part_levels and ch.depth in ch.part_levels else {})
+             for ch, q in zip((advancing, other), digits)]
+    xb, xa, m, gap = advance_types(advancing.extent, advancing.tiles, j, le, tree=trees[0])
+    c, yb, ya, n = context_types(other.extent, other.tiles, min(j if other_outer else j - 1, lo), lo, tree=trees[1])
+    XB, XA, M, G = xb[:, None, :, None], xa[:, None, :, None], m[:, None, :, None], gap[:, None, :, None]
     C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
-    hit = (se * XB == so * (C - YB)) & (se * XB + so * YB == se * XA + so * YA)
+    hit = (se * G == so * (C - YB)) & (se * XB + so * YB == se * XA + so * YA)
     return np.sum(M * N * hit * (se * (XA - 1) + so * (YA - 1) + 1), axis=(2, 3))
 
 
-@pytest.mark.parametrize("extents", [(14, 3), (11, 5)])
-def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents) -> None:
+@pytest.mark.parametrize("extents, spatial", [((14, 3), ()), ((11, 5), ()), ((12, 4), ((2, 4),)), ((8, 4), ((1, 2), (3, 4))),
+                                              ((9, 4), ((3, 3),))])
+def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents, spatial) -> None:
+    """Also for window chains split over mesh axes (instance 0's types and, with L0 split, the sum over its
+    digits; every view compared)."""
     (ep, er), depth = extents, 3
-    cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), window=True)
-    cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), window=True)
+    cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
+    cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
+    assert not spatial or (cp.factors.max() > 1 and cr.factors.max() > 1)
     for j, le, lo, outer in windows.table_variants(depth):
         for a, b, sa, sb in ((cp, cr, 1, 1), (cr, cp, 1, 1), (cp, cr, 2, 1)):
             assert np.array_equal(windows.coincidence_table(a, b, sa, sb, j, le, lo, outer),
                                   ref_coincidence_table(a, b, sa, sb, j, le, lo, outer))
+            if spatial and spatial[-1][0] == depth:  # summed over L0's digits one by one, not per class
+                digits = range(spatial[-1][1])
+                want = sum(ref_coincidence_table(a, b, sa, sb, j, le, lo, outer, (qa, qb)) for qa in digits for qb in digits)
+                assert np.array_equal(windows.coincidence_table(a, b, sa, sb, j, le, lo, outer, summed=True), want)
     cols = np.concatenate([ref_coincidence_table(cp, cr, 1, 1, j, le, lo, outer)
                            for j, le, lo, outer in windows.table_variants(depth)], axis=1)
     assert np.array_equal(windows._undominated(cp, cols), ref_window_undominated(cp, cols))

@@ -9,7 +9,8 @@ calls, parts, factors, every view's tables, families), for preset
 layers on every kind of path (one to three meshed levels, split windows,
 four levels, pinned and bounded dimensions, affine, table and positional
 footprints), recorded from the code at commit 5a82dbb (before the
-speed-up). The tables of the 15 cases of benchmarks/build_speed.py and
+speed-up; ``tpu 3x3`` and ``window, two meshes`` re-recorded when window
+dimensions were split over mesh axes, issue 15). The tables of the 15 cases of benchmarks/build_speed.py and
 the CP-SAT models built from them were also checked equal when the
 speed-up was made.
 
@@ -55,7 +56,7 @@ LAYERS = {
 
 RECORDED_LAYERS = {
     'tpu 1x1s2': 'c9fdde0e86877524d01e',
-    'tpu 3x3': '53e7e4e1119ed8445bd5',
+    'tpu 3x3': '52f1d85f110c51a43ded',  # window dims split over the mesh (issue 15)
     'simba mm': '52323dbdbfa68e3f1fed',
     'eyeriss 1x1s2': 'b6edbabc9b7fe9e18d79',
     'gpu-sm 3x3': '9a7947dd53155b418e36',
@@ -80,6 +81,7 @@ CHAINS = {
     "one mesh": (36, 2, ((1, 0),), 1, None, False, ((2, 6),)),
     "two meshes": (24, 3, ((1, 0), (2, -1)), 1, None, False, ((1, 3), (3, 4))),
     "three meshes": (30, 3, ((1, 0),), 2, None, False, ((1, 2), (2, 3), (3, 5))),
+    "window, two meshes": (12, 3, ((0, 1), (1, 0)), 1, None, False, ((1, 2), (3, 4)), True),
 }
 
 RECORDED_CHAINS = {
@@ -93,6 +95,7 @@ RECORDED_CHAINS = {
     'one mesh': '3325c8e2a5e941ad7eaa',
     'two meshes': '8357fdd7b6d9b9626fea',
     'three meshes': 'ff8a32f8385441ab74e1',
+    'window, two meshes': '2415dbecfb01b2623db0',
 }
 
 

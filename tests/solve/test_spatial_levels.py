@@ -262,14 +262,27 @@ def test_a_remainder_parent_piece_idles_an_instance(monkeypatch) -> None:
 
 
 def _in_family(s) -> bool:
-    """The solver's spatial family: a meshed level; pinned dims whole; a filter window's dims never split spatially."""
+    """The solver's spatial family: a meshed level; pinned dims whole; a filter window's dims split in equal
+    parts above the innermost level (tests/brute_force_spatial.py, ``WINDOW_PARTS = "solver"``)."""
     w = s.workload
     pinned = bf.pinned_dims(w)
-    windowed = {d for t in w.einsum.inputs for ix in t.indices if sum(w.extent[e] > 1 for e in ix.dims) == 2
-                for d in ix.dims if w.extent[d] > 1}
     return (any(lv.instances > 1 for lv in s.architecture.levels)
             and all(lm.tile_extent(d) == w.extent[d] for lm in s.levels[1:] for d in pinned)
-            and not any(sp.dim in pinned | windowed for lm in s.levels for sp in lm.spatial))
+            and not any(sp.dim in pinned for lm in s.levels for sp in lm.spatial)
+            and all(_equal_window_parts(s, d) for d in bfs.window_dims(w)))
+
+
+def _equal_window_parts(s, d: str) -> bool:
+    """``d``'s splits in ``s`` above the innermost level give every instance the same part of every parent piece."""
+    w = s.workload
+    chain = tuple(lm.tile_extent(d) for lm in s.levels[1:])
+    parts, factors = {}, {}
+    for i, lm in enumerate(s.levels[1:-1], start=1):
+        split = [sp for sp in lm.spatial if sp.dim == d]
+        if split:
+            parent = w.extent[d] if i == 1 else chain[i - 2]
+            parts[i], factors[i] = min(split[0].part, parent), -(-parent // min(split[0].part, parent))
+    return bfs.equal_parts(w.extent[d], chain, parts, factors)
 
 
 # derandomize: a fixed sequence of examples in CI; random runs (--hypothesis-seed) look for new counterexamples,
@@ -342,7 +355,7 @@ def check(w: Workload, a: Architecture, objective: bf.Objective = bf.Objective()
     for replayed in (bf.replay_figures(s), count_spatial(s, one_by_one=True), replay(s, mode="events").figures):
         assert differences(s.predicted, replayed) == [], where
     return {"feasible": True, "value": got, "splits": {lm.level: lm.spatial for lm in s.levels if lm.spatial},
-            "brute_s": brute.seconds}
+            "brute_s": brute.seconds, "status": result.status, "restrictions": result.family_restrictions}
 
 
 def random_case(seed: int):

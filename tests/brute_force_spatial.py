@@ -79,7 +79,7 @@ from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import Workload
 
 __all__ = ["Objective", "SpatialResult", "brute_force_spatial", "family", "meshed_levels", "pieces", "all_scored",
-           "equal_parts", "window_dims"]
+           "equal_parts", "instance_pieces", "window_dims"]
 
 
 def meshed_levels(arch: Architecture) -> list[int]:

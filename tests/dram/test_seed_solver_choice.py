@@ -20,8 +20,11 @@ HERE = Path(__file__).resolve().parents[2] / "examples" / "dram" / "row-thrashin
 
 def test_solver_schedule_activates_at_most_the_fix():
     w, arch, homes = load_problem(HERE / "workload.yaml", HERE / "arch.yaml")
-    result = solve(Problem(w, arch, tuple(homes.items())), options=SolveOptions(time_limit=60))
-    assert result.proven
+    # A work limit keeps the schedule the same under any load. Since window dimensions may be split
+    # over the PE mesh the family is larger and the time is no longer proven in a minute (bound 4,928);
+    # 5,632 clocks is the proven optimum of the family before (window dimensions off the mesh).
+    result = solve(Problem(w, arch, tuple(homes.items())), options=SolveOptions(time_limit=300, work_limit=5))
+    assert result.schedule.predicted.time <= 5632
     assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
 
     fix = load_trace_options(load_schedule(HERE / "schedule.json"), HERE / "fix.yaml")

@@ -87,7 +87,7 @@ ODD = {
     "ones": ("Z[m,n] += A[m,k] * B[k,n]", {"m": (1, 1), "n": (1, 1), "k": (1, 1)}),
     "bcast": ("Z[m,n] += A[m,k] * B[k]", {"m": (1, 4), "n": (1, 3), "k": (1, 3)}),
 }
-MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "bmm"]
+MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "conv1d_d2", "bmm"]
 REUSE = [("all",), ("input",), ("output",), ("none",)]
 CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(0)]
 

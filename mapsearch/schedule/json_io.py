@@ -36,7 +36,7 @@ from typing import Any, Mapping
 
 from mapsearch.atomic import write_text_atomic
 from mapsearch.dram.layout import layout_spec_to_dict, layout_specs
-from mapsearch.errors import SpecError
+from mapsearch.errors import SpecError, UsageError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
@@ -108,6 +108,20 @@ def _mapping_to_dict(lm: LevelMapping) -> dict[str, Any]:
     return out
 
 
+def _check_writable(schedule: Schedule) -> None:
+    """Refuse an architecture that the file format cannot hold, rather than write a file no loader reads back.
+
+    The Python API builds levels that files do not allow (an unbounded or
+    zero-word level below the top); a schedule file must load again
+    (:func:`schedule_from_dict`), so writing one says what to change.
+    In-memory dicts (reports) still carry such levels.
+    """
+    for i, level in enumerate(schedule.architecture.levels[1:], start=1):
+        if level.capacity is None or level.capacity < 1:
+            raise UsageError(f"architecture.levels[{i}].capacity ({level.name})",
+                             "int > 0 in a schedule file (only the top level may be unbounded)", level.capacity)
+
+
 def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
     """The schedule as a JSON-ready dict in the version-1 format."""
     out: dict[str, Any] = {
@@ -164,6 +178,7 @@ def _pretty(value: Any, indent: int = 0, width: int = 100) -> str:
 
 def dumps_schedule(schedule: Schedule) -> str:
     """The schedule file's text: indented JSON, small parts on one line, final newline."""
+    _check_writable(schedule)
     return _pretty(schedule_to_dict(schedule)) + "\n"
 
 

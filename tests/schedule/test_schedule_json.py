@@ -290,3 +290,21 @@ def test_good_data_is_not_modified():
     before = copy.deepcopy(data)
     schedule_from_dict(data, "s.json")
     assert data == before
+
+
+@pytest.mark.parametrize("capacity", [None, 0])
+def test_a_level_files_cannot_hold_is_refused_before_any_file_is_written(tmp_path, capacity):
+    """The Python API may build an unbounded (or 0-word) middle level; a schedule file of it would not load back."""
+    from mapsearch.errors import UsageError
+
+    s = worked_example(("m", "n", "k"))
+    top, l0 = s.architecture.levels
+    middle = Level("LM", capacity, Link(Fraction(1), Fraction(1), "shared"))
+    arch = Architecture("three", (top, middle, l0), s.architecture.compute, False)
+    levels = (s.levels[0], LevelMapping("LM", s.levels[0].tile, ("m", "n", "k"), frozenset()), s.levels[1])
+    three = Schedule(s.workload, arch, levels, s.homes)
+    path = tmp_path / "s.json"
+    with pytest.raises(UsageError, match=r"architecture\.levels\[1\]\.capacity \(LM\): expected int > 0 in a schedule file"):
+        save_schedule(three, path)
+    assert not path.exists()
+    assert schedule_to_dict(three)["architecture"]["levels"][1]["capacity"] == capacity  # reports still carry it

@@ -105,7 +105,7 @@ def resolve_architecture(name_or_path: str) -> Architecture:
     return resolve(name_or_path)[0]
 
 
-def innermost_tiles(schedule) -> int:
+def walk_cells(schedule) -> int:
     """The cells the count replay walks: L0 tiles, or lockstep steps x walked instances with a mesh.
 
     The walk is about linear in them. With spatial splits the replay walks
@@ -184,7 +184,7 @@ def run_layer(layer: Layer, arch: Architecture, options: SolveOptions, replay_ma
     row.words, row.utilization = fig.words_total, float(fig.utilization)
     row.inner_words = fig.links[-1].words
     row.top_words = fig.links[0].words if len(fig.links) >= 2 else None
-    tiles = innermost_tiles(result.schedule)
+    tiles = walk_cells(result.schedule)
     if tiles > replay_max_tiles:
         row.replay = f"skip ({tiles:.1e} tiles)"
     else:

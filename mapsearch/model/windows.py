@@ -141,11 +141,6 @@ def spatial_restriction(enc: Encoding) -> str | None:
             f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
-def window_of(enc: Encoding, tensor: str, d: str) -> Window | None:
-    """The split window of ``tensor`` that ``d`` belongs to, if any."""
-    return next((win for win in enc.windows if win.tensor == tensor and d in win.dims), None)
-
-
 # --------------------------------------------------------------------------- the table
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,

@@ -181,12 +181,12 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
                        binding_report(schedule), search_space(enc), restrictions, interrupted=budget.stopped())
 
 
-def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Problem | None = None) -> InfeasibleError:
+def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Problem) -> InfeasibleError:
     """An infeasibility found by the search, said of the searched family when that family is restricted,
     unless a level overflows under every schedule of the contract (then it is infeasible outright)."""
     if not restrictions:
         return error
-    overflow = contract_overflow(problem) if problem is not None else None
+    overflow = contract_overflow(problem)
     if overflow is not None:
         return overflow
     message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "

@@ -37,8 +37,8 @@ from mapsearch.model.options import SolveOptions
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool,
-                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window)
+                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -88,8 +88,10 @@ def dimension_chains(p: Problem, constraints: Constraints,
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
         # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
+        # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
+        tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                chain_spatial(p), windowed)
+                                chain_spatial(p), windowed, tied)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))

@@ -10,12 +10,14 @@ names each restriction that applied to *this* problem, the status becomes
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Iterable
 
 from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
+from mapsearch.model.problem import Problem
 from mapsearch.model.spatial_chains import ALL_PARTS, EQUAL_PARTS
-from mapsearch.model.windows import held_whole_restriction, spatial_restriction
+from mapsearch.model.windows import held_whole_restriction, spatial_restriction, split_windows
 
 
 
@@ -41,6 +43,18 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     reason = placement_disabled_reason(enc)
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")
+    return tuple(out)
+
+
+def held_whole_restrictions(problems: Iterable[Problem]) -> tuple[str, ...]:
+    """The restrictions of windows held whole in ``problems`` (a fused group's stages), without a model: one
+    line per distinct restriction, as :func:`family_restrictions` names it."""
+    out: dict[str, None] = {}
+    for p in problems:
+        _, pinned, why = split_windows(p, frozenset(), None)
+        held = sorted(d for d in pinned if p.workload.extent[d] > 1)
+        if held:
+            out[held_whole_restriction(held, why)] = None
     return tuple(out)
 
 

@@ -92,7 +92,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
         # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
         tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
-        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
+        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
                                 chain_spatial(p), windowed, tied)
         if len(chains) == 0:

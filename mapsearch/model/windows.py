@@ -44,7 +44,7 @@ there every instance is instance 0 shifted, so a view's sum is instance
 parts may be unequal: a view summing L0 reads the table summed over that
 split's digits, one instance per class of digits on its own tree
 (window_types.instance_classes). Unequal parts above L0 are a named
-restriction (:func:`spatial_restriction`).
+restriction (:func:`mapsearch.model.family.spatial_restriction`).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
 
     Windows are split wherever transfers are measured in words: one einsum
     (with a spatial fanout their dimensions are split over mesh axes, above
-    L0 in equal parts only: see :func:`spatial_restriction`) and every stage
+    L0 in equal parts only: model/family.spatial_restriction) and every stage
     of a fused group (below the fusion level its buffers are emptied between
     sub-nest runs: model/traffic.py then reads no coincidence of a loop at
     or above that level, docs/solver.md "Split windows in a fused stage").
@@ -129,23 +129,6 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
         if kept == windows:
             return windows, pinned, reason
         windows = kept
-
-
-def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
-    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
-    where an unequal part was left out."""
-    from mapsearch.model.spatial_chains import EQUAL_PARTS
-
-    levels = enc.problem.architecture.levels
-    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
-           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
-    if not cut:
-        return None
-    dims = sorted({d for d, _ in cut})
-    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
-    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
-            f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
 # --------------------------------------------------------------------------- the table

@@ -37,8 +37,8 @@ from mapsearch.model.options import SolveOptions
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool,
-                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window)
+                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -82,14 +82,19 @@ def dimension_chains(p: Problem, constraints: Constraints,
             _check_held_whole_limits(d, extent, bounds, arch, held_whole)
         else:
             lo, hi = bounds[J - 1]
-            bounds[J - 1] = (lo, min(hi, _innermost_fit(p, d, pinned, windows)))
+            fit = _innermost_fit(p, d, pinned, windows)
+            if fit < lo <= hi:
+                raise _innermost_overflow(p, d, lo, fit, pinned, held_whole)
+            bounds[J - 1] = (lo, min(hi, fit))
         fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
         windowed = any(dd == d for _, dd in in_window)
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
-        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
+        # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
+        tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
+        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                chain_spatial(p), windowed)
+                                chain_spatial(p), windowed, tied)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
@@ -120,6 +125,31 @@ def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]],
         raise NoScheduleInFamily(f"no schedule in the searched family: {what} whole; the family was restricted "
                                  f"({restriction}), so a legal schedule outside it may exist",
                                  ("user tile limits",), (restriction,))
+
+
+def _innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[str],
+                        why: str | None) -> InfeasibleError:
+    """``d``'s innermost tile must be at least ``lo`` but at most ``fit`` fits there (``_innermost_fit``).
+
+    Infeasible, unless dimensions held whole (``pinned``, a restriction of
+    the family: ``why``) took part of the room: then no schedule in the
+    searched family.
+    """
+    J = p.depth
+    name = p.architecture.levels[J].name
+    if p.fusion_level == J and d not in p.shared_dims and lo == p.workload.extent[d]:
+        need = f"{d} is whole ({lo}) at {name}, the fusion level (the outer nest does not tile it)"
+    else:
+        need = f"the tile limits on {d} at {name} need at least {lo}"
+    what = (f"capacity of {name} conflict: {need}, but at most {fit} fits its {p.architecture.levels[J].capacity} "
+            f"words with every other tile at its smallest")
+    held = sorted(e for e in pinned if p.workload.extent[e] > 1)
+    if not held:
+        return InfeasibleError(what, (f"capacity of {name}",))
+    restriction = held_whole_restriction(held, why)
+    return NoScheduleInFamily(f"no schedule in the searched family: {what}; the family was restricted "
+                              f"({restriction}), so a legal schedule outside it may exist",
+                              (f"capacity of {name}",), (restriction,))
 
 
 def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:

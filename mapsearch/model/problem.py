@@ -6,8 +6,8 @@ exactly with its coincidences by model/windows.py), or an affine sum in which
 only one dimension is split below the top (the *carrier*, the dimension of
 largest extent) while the others are *pinned* whole at every level. Pinning
 applies to axes over three or more dimensions, and to every window where
-windows are not split (a spatial fanout, a fused stage, measures other than
-words); the result names it as a family restriction (model/family.py).
+windows are not split (measures other than words); the result names it as a
+family restriction (model/family.py).
 """
 
 from __future__ import annotations

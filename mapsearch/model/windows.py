@@ -31,6 +31,12 @@ by an element constraint on ``choice_p * |chains of r| + choice_r``
 axes' still factors and the other dimensions' counts, as it does for every
 step that changes nothing.
 
+In a fused group's stage the tables are the same: every advance they count
+of a loop below the fusion level lies inside one sub-nest run, and those of
+the loops at or above it are not read below it, where the runs start empty
+(model/traffic.py's ``first_loop_level``; docs/solver.md, "Split windows in
+a fused stage").
+
 Split over mesh axes (docs/spatial.md, "Split windows over mesh axes"), a
 window dimension has equal parts above L0 (model/spatial_chains.EQUAL_PARTS):
 there every instance is instance 0 shifted, so a view's sum is instance
@@ -38,7 +44,7 @@ there every instance is instance 0 shifted, so a view's sum is instance
 parts may be unequal: a view summing L0 reads the table summed over that
 split's digits, one instance per class of digits on its own tree
 (window_types.instance_classes). Unequal parts above L0 are a named
-restriction (:func:`spatial_restriction`).
+restriction (:func:`mapsearch.model.family.spatial_restriction`).
 """
 
 from __future__ import annotations
@@ -99,10 +105,13 @@ def held_whole_restriction(dims, why: str | None) -> str:
 def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tuple[tuple[Window, ...], frozenset[str], str | None]:
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 
-    Windows are split for one einsum measured in words (with a spatial
-    fanout their dimensions are split over mesh axes, above L0 in equal
-    parts only: see :func:`spatial_restriction`). In a fused stage,
-    under other measures, and for a window over a dimension pinned by an
+    Windows are split wherever transfers are measured in words: one einsum
+    (with a spatial fanout their dimensions are split over mesh axes, above
+    L0 in equal parts only: model/family.spatial_restriction) and every stage
+    of a fused group (below the fusion level its buffers are emptied between
+    sub-nest runs: model/traffic.py then reads no coincidence of a loop at
+    or above that level, docs/solver.md "Split windows in a fused stage").
+    Under other measures, and for a window over a dimension pinned by an
     axis of three or more dimensions, the window's smaller dimension is held
     whole; the reason becomes a family restriction.
     """
@@ -111,9 +120,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
     w = p.workload
     found = find_windows(w)
     reason = None
-    if found and p.fusion_level is not None:
-        reason = "fused chain stage"
-    elif found and (unit_dims or extra_footprints):
+    if found and (unit_dims or extra_footprints):
         reason = "measures other than words"
     windows = () if reason else found
     while True:
@@ -122,23 +129,6 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints) -> tu
         if kept == windows:
             return windows, pinned, reason
         windows = kept
-
-
-def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
-    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
-    where an unequal part was left out."""
-    from mapsearch.model.spatial_chains import EQUAL_PARTS
-
-    levels = enc.problem.architecture.levels
-    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
-           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
-    if not cut:
-        return None
-    dims = sorted({d for d, _ in cut})
-    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
-    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
-            f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
 # --------------------------------------------------------------------------- the table
@@ -264,6 +254,9 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple[Window, ...
     no smaller ``W - C``, ``C`` or other still sums, no fewer coincidences
     against every chain of the partner, and no larger extents is at least as
     good in every objective and constraint, so the other is dropped: exact.
+    A chain whose outer levels are tied to another stage's (``tied``, a
+    fused group's outer nest) is dropped only for one with the same tiles
+    there.
     Pruning one dimension against the partner's current chains, then the
     partner against the survivors, stays exact (a dropped chain's
     dominator is kept for every partner chain).
@@ -304,6 +297,7 @@ def _undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
     that differs from it, or by an earlier twin (equal everywhere).
     """
     exact = [ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls]
+    exact += [ch.tiles[:, :ch.tied]] if ch.tied else []  # a fused stage's shared dim: only among equal outer tiles
     still = _still_columns(ch.small)
     if ch.flavoured:  # split over mesh axes: every view's tables too (the coincidences are instance 0's)
         exact.append(ch.factors)

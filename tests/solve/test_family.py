@@ -72,6 +72,23 @@ def test_empty_restricted_family_is_not_called_infeasible() -> None:
     assert dict(replay(legal, mode="count").figures.occupancy)["L0"] == 3
 
 
+def test_innermost_tile_limit_beyond_capacity_is_said_of_the_family_searched() -> None:
+    # A user's L0 tile of p >= 5 on a 6-word L0: p + r - 1 words of I, r of W, p of Z. Split windows:
+    # infeasible outright (11 words at least). I[p+r+u] with r, u held whole: only in the family.
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    limit = Constraints(tiles=(TileLimit("L0", "p", 5, 6),))
+    with pytest.raises(InfeasibleError) as info:
+        solve(Problem(conv1d(6, 3), two_level(6)), limit)
+    assert not isinstance(info.value, NoScheduleInFamily)
+    assert str(info.value) == ("capacity of L0 conflict: the tile limits on p at L0 need at least 5, but at most 2 "
+                               "fits its 6 words with every other tile at its smallest")
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
+    with pytest.raises(NoScheduleInFamily) as held:
+        solve(Problem(w, two_level(6)), limit)
+    assert held.value.restrictions and held.value.restrictions[0].startswith("filter windows held whole: r, u")
+
+
 def test_truly_infeasible_stays_infeasible() -> None:
     # A scalar MAC needs one word of each of A, B and Z at L0: 2 words can never do.
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 2, "n": 2, "k": 2})

@@ -34,6 +34,7 @@ from mapsearch.spec.constraints import Constraints
 from mapsearch.solve.explain import contract_overflow, explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import Phase, new_solver, run_phases
+from mapsearch.solve import unsplit
 from mapsearch.solve.progress import finished, report, search
 from mapsearch.solve.warm_start import start_of, with_start
 
@@ -150,9 +151,49 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     start = time.perf_counter()
     with budget.within(budget.Budget(options.time_limit, parent=budget.current())):
         try:
-            return _solve(problem, constraints, options, start)
+            if not unsplit.applies(problem, options):
+                return _solve(problem, constraints, options, start)
+            return _solve_meshed(problem, constraints, options, start)
         finally:
             finished()
+
+
+def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:
+    """The meshed search and, where it left buffer positions out, the schedules that split nothing over
+    a mesh with every position (solve/unsplit.py): the better of the two, with the union's bounds."""
+    def solve_unsplit(p: Problem) -> SolveResult:
+        return _solve(p, constraints, options, start)
+
+    try:
+        meshed = _solve(problem, constraints, options, start)
+    except NoScheduleInFamily as error:
+        if not unsplit.placement_restricted(error.restrictions) or budget.stopped():
+            raise
+        found, _ = unsplit.search_unsplit(problem, solve_unsplit)
+        if found is None:
+            raise
+        log.info("no meshed schedule in the searched family; one that splits nothing over the mesh")
+        return unsplit.combine(found, None, unsplit.union_restrictions(error.restrictions, found.family_restrictions), time.perf_counter() - start)
+    if not unsplit.placement_restricted(meshed.family_restrictions) or budget.stopped():
+        return meshed
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    scale = clock_scale(problem.architecture)
+    if unsplit.cannot_win(meshed, contract_floors(unsplit.unsplit_problem(problem), scale), scale, options.objective):
+        log.info("schedules that split nothing over the mesh: a floor above the meshed schedule, not searched")
+        return unsplit.combine(meshed, None, unsplit.union_restrictions(meshed.family_restrictions, ()), time.perf_counter() - start)
+    found, searched = unsplit.search_unsplit(problem, solve_unsplit)
+    if not searched:
+        return meshed
+    if found is None:
+        return unsplit.combine(meshed, None, unsplit.union_restrictions(meshed.family_restrictions, ()), time.perf_counter() - start)
+    best, is_unsplit = unsplit.better_of(meshed, found)
+    log.info("schedules that split nothing over the mesh: %s, %s", unsplit.values(found),
+             "kept (better than the meshed search's)" if is_unsplit else "not better")
+    other = meshed if is_unsplit else found
+    return unsplit.combine(best, other, unsplit.union_restrictions(meshed.family_restrictions, found.family_restrictions),
+                          time.perf_counter() - start)
 
 
 def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:

@@ -109,8 +109,17 @@ def _solve(w: Workload, a: Architecture):
     return solve(Problem(w, a, ()), options=SolveOptions(time_limit=60, workers=1, seed=0))
 
 
+BETTER = {  # (optimum with positions, optimum with default positions only), both by the brute force
+    "matmul, 2 instances reusing nothing": ((16, 44), (16, 46)),
+    "matmul, 3 instances, a slow top link": ((80, 60), (112, 64)),
+    "1-D conv, 4 instances": ((26, 40), (30, 41)),
+}
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_solver_matches_the_brute_force_with_positions(name: str) -> None:
+def test_the_solver_matches_the_brute_force_with_positions(monkeypatch, name: str) -> None:
+    """Equal optima, the solver's schedule replayed in every mode; where listed in ``BETTER``, the optimum with
+    default positions only is worse (so these cases need the positions)."""
     w, a = CASES[name]
     brute = bfs.brute_force_spatial(w, a)
     result = _solve(w, a)
@@ -118,17 +127,11 @@ def test_the_solver_matches_the_brute_force_with_positions(name: str) -> None:
                                                                                       brute.schedule.levels)
     _every_mode(result.schedule)
     assert differences(brute.figures, bf.replay_figures(brute.schedule)) == []
-
-
-def test_positions_above_the_mesh_beat_the_default_ones(monkeypatch) -> None:
-    w, a = CASES["matmul, 2 instances reusing nothing"]
-    monkeypatch.setattr(bfs, "POSITIONS", False)
-    default = bfs.brute_force_spatial(w, a)
-    monkeypatch.setattr(bfs, "POSITIONS", True)
-    placed = bfs.brute_force_spatial(w, a)
-    assert (placed.value, default.value) == ((16, 44), (16, 46))
-    assert placed.schedule.placed
-    result = _solve(w, a)
-    assert tuple(ph.value for ph in result.phases) == (16, 44) and result.schedule.placed
+    out = w.einsum.output.name
     assert result.family_restrictions == ("buffer placement: default positions only at and below the meshed levels "
-                                          "and for Z's lowest buffer above them (spatial fanout)",)
+                                          f"and for {out}'s lowest buffer above them (spatial fanout)",)
+    if name in BETTER:
+        monkeypatch.setattr(bfs, "POSITIONS", False)
+        default = bfs.brute_force_spatial(w, a)
+        assert (brute.value, default.value) == BETTER[name]
+        assert brute.schedule.placed and result.schedule.placed

@@ -344,7 +344,7 @@ class SpatialResult:
     figures: Figures
     optima: int
     nests: int  # (tiles, splits, orders) enumerated
-    schedules: int  # nests x keep choices
+    schedules: int  # nests x keep choices x their positions above the mesh
     replays: int
     pruned: int  # nests skipped by the compute-time bound
     seconds: float
@@ -409,6 +409,7 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
     depth = arch.depth - 1
     placed = [[pos for pos in position_choices(w, arch, keeps) if pos] for keeps in keep_list]
     moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
+    per_nest = sum(1 + len(moves) for moves in placed)  # schedules per nest: keep choices x their positions
     for tiles, parts, splits in spatial_choices(w, arch):
         per_level = [_orders(w, tiles, parts, i) for i in range(1, depth + 1)]
         order_list = list(itertools.product(*per_level))
@@ -420,11 +421,11 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
                 for n, occ in enumerate(occ_of)]
         if not any(fits):
             n_nests += len(order_list)
-            n_sched += len(order_list) * len(keep_list)
+            n_sched += len(order_list) * per_nest
             continue
         for orders in order_list:
             n_nests += 1
-            n_sched += len(keep_list)
+            n_sched += per_nest
             if use_bound and compute_time is not None and best is not None and compute_time > best[0]:
                 n_pruned += 1
                 continue

@@ -12,8 +12,8 @@ from ``mapsearch.model`` or ``mapsearch.solve``):
   without spatial fanout (every tile of every dim, order, keep, buffer
   position); with ``held`` dims it is also the solver's family when the
   solver holds the small dims of an axis over three dims whole;
-- ``tests/brute_force_spatial.py``: the solver's spatial family (default
-  positions, window dims never split over mesh axes).
+- ``tests/brute_force_spatial.py``: the solver's spatial family (buffer
+  positions above the mesh only, window dims never split over mesh axes).
 
 Checks: OPTIMAL equals the whole-family optimum (meshed: it is at most the
 spatial-family optimum and the mesh-free whole-family optimum, and equals

@@ -35,7 +35,14 @@ straight from docs/spatial.md ("What the solver searches"):
 - every loop order of every level below the top, dims that do not advance
   (``T_i`` equal to the parent extent, or to the part at a meshed level)
   innermost in workload order, as in ``tests/brute_force.py``;
-- every keep/bypass choice of the levels strictly between a home and L0.
+- every keep/bypass choice of the levels strictly between a home and L0;
+- with ``POSITIONS`` (docs/spatial.md, "Buffer placement above the mesh"),
+  every position of every buffer above the outermost meshed level ``s``
+  whose loops are all above ``s`` (``0 .. (s-1)*D``), non-decreasing going
+  inward; an output's buffer there leaves its default position only when a
+  lower buffer of it, also above ``s``, keeps it (that one is the meshed
+  buffers' keeper, whose region changes flush idle instances). Buffers at
+  and below ``s`` keep their default positions.
 
 Scoring is the replay's (``replay(mode="count")``), with two shortcuts that
 change nothing (``tests/solve/test_spatial_vs_brute_force.py`` checks both
@@ -50,7 +57,11 @@ against plain replays, schedule by schedule):
   checked from the occupancy rule (homes + the first tile of each kept
   tensor, x2 double-buffered when smaller than the tensor), which is the
   replay's per-instance peak (instance 0's part is the largest, and its
-  first tile is the level's tile).
+  first tile is the level's tile). A placed buffer's traffic is its own
+  too: one more replay per position, every input's buffer at that
+  position, gives each input's words there (an output has one free level
+  above the mesh, so its buffer keeps its default position); its first
+  region is its largest (the pieces of its anchor level and the parent).
   Otherwise (a mesh above L0: the links below it have one copy per
   instance and their time is the busiest copy's) every schedule is replayed
   as it is.
@@ -107,6 +118,7 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 
 
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
+POSITIONS = True  # buffers above the mesh at every position above it (False: default positions only)
 WINDOW_PARTS = "solver"  # a filter window's dims: "solver" (equal parts above L0), "equal", "all" or "none"
 
 
@@ -250,14 +262,61 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
         yield tiles, parts, splits
 
 
-def make_schedule(w: Workload, arch: Architecture, homes: Mapping[str, str], tiles, splits, orders, keeps) -> Schedule:
-    """``splits[s]``: the spatial splits of meshed level ``s``."""
+def make_schedule(w: Workload, arch: Architecture, homes: Mapping[str, str], tiles, splits, orders, keeps,
+                  positions: Mapping[tuple[str, int], int] = {}) -> Schedule:
+    """``splits[s]``: the spatial splits of meshed level ``s``; ``positions[(t, i)]``: a placed buffer."""
     levels = [LevelMapping(arch.levels[0].name, tuple(w.extents))]
     for i in range(1, arch.depth):
+        placed = tuple(sorted((t, p) for (t, lv), p in positions.items() if lv == i))
         levels.append(LevelMapping(arch.levels[i].name, tuple((d, tiles[d][i - 1]) for d in w.dims), tuple(orders[i - 1]),
-                                   frozenset(t for t in w.tensor_names if i in keeps[t]), tuple(splits.get(i, ()))))
+                                   frozenset(t for t in w.tensor_names if i in keeps[t]), tuple(splits.get(i, ())),
+                                   placed))
     home_pairs = tuple((t, homes.get(t, arch.levels[0].name)) for t in w.tensor_names)
     return Schedule(w, arch, tuple(levels), home_pairs)
+
+
+def position_choices(w: Workload, arch: Architecture, keeps) -> list[dict[tuple[str, int], int]]:
+    """Every assignment of non-default positions to the buffers above the mesh (``[{}]`` without ``POSITIONS``)."""
+    if not POSITIONS:
+        return [{}]
+    D = len(w.dims)
+    first = meshed_level(arch)
+    per_tensor = []
+    for t in w.tensor_names:
+        levels = sorted(i for i in keeps[t] if i < first)
+        options = []
+        for seq in itertools.combinations_with_replacement(range((first - 1) * D + 1), len(levels)):
+            moved = {i: p for i, p in zip(levels, seq) if p != i * D}
+            if w.is_output(t) and any(not any(k in keeps[t] for k in range(i + 1, first)) for i in moved):
+                continue  # the output's lowest buffer above the mesh keeps its default position
+            options.append({(t, i): p for i, p in moved.items()})
+        per_tensor.append(options)
+    return [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*per_tensor)]
+
+
+def held_extents(w: Workload, tiles, orders, level: int, position: int) -> dict[str, int]:
+    """Extents of a buffer's first (largest) region: per dimension its anchor level's piece or the parent's.
+
+    Position ``p = (j-1)*D + k`` has the loops of levels ``< j`` and the
+    first ``k`` of level ``j`` outside (cost-model.md, "Buffer placement").
+    """
+    D = len(w.dims)
+    if position == 0:
+        return dict(w.extent)
+    j, k = (position - 1) // D + 1, (position - 1) % D + 1
+    parent = {d: w.extent[d] if j == 1 else tiles[d][j - 2] for d in w.dims}
+    return {d: tiles[d][j - 1] if d in orders[j - 1][:k] else parent[d] for d in w.dims}
+
+
+def placed_occupancy(w: Workload, arch: Architecture, home_of, tiles, orders, keeps, positions) -> list[int]:
+    """The occupancy rule of ``tests/brute_force.py`` with placed buffers holding their own first region."""
+    out = bf._occupancy(w, arch, home_of, tiles, keeps)
+    for (t, i), p in positions.items():
+        ext_i = {d: tiles[d][i - 1] for d in w.dims}
+        for ext, sign in ((ext_i, -1), (held_extents(w, tiles, orders, i, p), 1)):
+            words = w.tensor(t).words(ext)
+            out[i] += sign * words * (2 if arch.double_buffering and words < w.tensor_words(t) else 1)
+    return out
 
 
 def family(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, tuple[tuple[str, ...], ...]]]:
@@ -285,7 +344,7 @@ class SpatialResult:
     figures: Figures
     optima: int
     nests: int  # (tiles, splits, orders) enumerated
-    schedules: int  # nests x keep choices
+    schedules: int  # nests x keep choices x their positions above the mesh
     replays: int
     pruned: int  # nests skipped by the compute-time bound
     seconds: float
@@ -304,15 +363,17 @@ def _composable(w: Workload, arch: Architecture, homes: Mapping[str, str]) -> bo
     return True
 
 
-def _compose(w: Workload, arch: Architecture, home_of, keeps, per: Mapping[bool, Figures], occupancy) -> Figures:
-    """Figures of one keep choice from the all-kept and all-bypassed replays (every link one copy)."""
+def _compose(w: Workload, arch: Architecture, home_of, keeps, per: Mapping[object, Figures], occupancy,
+             positions: Mapping[tuple[str, int], int] = {}) -> Figures:
+    """Figures of one keep choice from the all-kept, all-bypassed and placed replays (every link one copy)."""
     inner = arch.depth - 1
     links = []
+    at = {t: ("at", p) for (t, _), p in positions.items()}  # not p alone: 1 == True and 0 == False as keys
     for a in range(1, arch.depth):
         tt = []
         for t in w.tensor_names:
             kept = any(home_of[t] < i < inner for i in keeps[t])
-            tt.append(next(x for x in per[kept].links[a - 1].tensors if x.tensor == t))
+            tt.append(next(x for x in per[at.get(t, kept)].links[a - 1].tensors if x.tensor == t))
         wd = sum(x.words_down for x in tt)
         wu = sum(x.words_up for x in tt)
         links.append(LinkFigures(arch.link_name(a), wd, wu, Fraction(arch.levels[a].link.time(wd, wu)), tuple(tt)))
@@ -346,54 +407,68 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
     all_opt: list[Schedule] = []
     n_opt = n_nests = n_sched = n_replays = n_pruned = 0
     depth = arch.depth - 1
+    placed = [[pos for pos in position_choices(w, arch, keeps) if pos] for keeps in keep_list]
+    moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
+    per_nest = sum(1 + len(moves) for moves in placed)  # schedules per nest: keep choices x their positions
     for tiles, parts, splits in spatial_choices(w, arch):
         per_level = [_orders(w, tiles, parts, i) for i in range(1, depth + 1)]
         order_list = list(itertools.product(*per_level))
         compute_time = None
         occ_of = [bf._occupancy(w, arch, home_of, tiles, keeps) for keeps in keep_list]
-        # ``direct`` leaves capacity to the replay (CapacityError); otherwise the occupancy rule skips overflows.
-        fits = [direct or all(c is None or o <= c for c, o in zip(caps, occ)) for occ in occ_of]
+        # ``direct`` leaves capacity to the replay (CapacityError); otherwise the occupancy rule skips overflows
+        # (a placed buffer may hold less than its tile: then per orders and positions below).
+        fits = [direct or bool(placed[n]) or all(c is None or o <= c for c, o in zip(caps, occ))
+                for n, occ in enumerate(occ_of)]
         if not any(fits):
             n_nests += len(order_list)
-            n_sched += len(order_list) * len(keep_list)
+            n_sched += len(order_list) * per_nest
             continue
         for orders in order_list:
             n_nests += 1
-            n_sched += len(keep_list)
+            n_sched += per_nest
             if use_bound and compute_time is not None and best is not None and compute_time > best[0]:
                 n_pruned += 1
                 continue
             if compose:
                 per = {}
+                every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in names}
                 for kept in (True, False):
-                    every = {t: frozenset(i for i in range(home_of[t] + 1, depth + 1) if kept or i == depth) for t in names}
-                    per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every))
+                    keeps = every if kept else {t: frozenset({depth}) for t in names}
+                    per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
+                    n_replays += 1
+                for p in moved_to:  # every input's buffer above the mesh at position p
+                    at = {(t, i): p for t in names if not w.is_output(t) for i in every[t] if i < depth and p != i * len(w.dims)}
+                    per[("at", p)] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
                     n_replays += 1
                 compute_time = Fraction(per[True].compute_time)
-            for keeps, occ, ok in zip(keep_list, occ_of, fits):
+            for keeps, occ, ok, moves in zip(keep_list, occ_of, fits, placed):
                 if not ok:
                     continue
                 if use_bound and compute_time is not None and best is not None and compute_time > best[0]:
                     break
-                sched = make_schedule(w, arch, homes, tiles, splits, orders, keeps)
-                if compose:
-                    fig = _compose(w, arch, home_of, keeps, per, occ)
-                else:
-                    n_replays += 1
-                    try:
-                        fig = replay_figures(sched)
-                    except CapacityError:
+                for positions in [{}] + moves:
+                    held = placed_occupancy(w, arch, home_of, tiles, orders, keeps, positions) if positions else occ
+                    if not direct and not all(c is None or o <= c for c, o in zip(caps, held)):
                         continue
-                    compute_time = Fraction(fig.compute_time)
-                key = objective.key(fig)
-                if key is None or (best is not None and key > best):
-                    continue
-                sched = sched.with_predicted(fig)
-                if best is None or key < best:
-                    best, n_opt, best_sched, best_fig, all_opt = key, 0, sched, fig, []
-                n_opt += 1
-                if keep_all_optima:
-                    all_opt.append(sched)
+                    sched = make_schedule(w, arch, homes, tiles, splits, orders, keeps, positions)
+                    if compose:
+                        fig = _compose(w, arch, home_of, keeps, per, held, positions)
+                    else:
+                        n_replays += 1
+                        try:
+                            fig = replay_figures(sched)
+                        except CapacityError:
+                            continue
+                        compute_time = Fraction(fig.compute_time)
+                    key = objective.key(fig)
+                    if key is None or (best is not None and key > best):
+                        continue
+                    sched = sched.with_predicted(fig)
+                    if best is None or key < best:
+                        best, n_opt, best_sched, best_fig, all_opt = key, 0, sched, fig, []
+                    n_opt += 1
+                    if keep_all_optima:
+                        all_opt.append(sched)
     if best is None:
         return None
     return SpatialResult(best, best_sched, best_fig, n_opt, n_nests, n_sched, n_replays, n_pruned,

@@ -14,7 +14,7 @@ from typing import Iterable
 
 from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
-from mapsearch.model.placement import placement_disabled_reason
+from mapsearch.model.placement import meshed_placement_restriction, placement_disabled_reason
 from mapsearch.model.problem import Problem
 from mapsearch.model.spatial_chains import ALL_PARTS, EQUAL_PARTS
 from mapsearch.model.windows import held_whole_restriction, split_windows
@@ -43,6 +43,9 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
     reason = placement_disabled_reason(enc)
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")
+    meshed = meshed_placement_restriction(enc)
+    if meshed is not None:
+        out.append(meshed)
     return tuple(out)
 
 

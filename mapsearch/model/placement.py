@@ -24,6 +24,10 @@ is then the level-``j`` piece when ``d``'s level-``j`` loop is among those
 loops outer to ``d`` at level ``j``. The default position of level ``i``
 is ``c = i*r``.
 
+On a path with meshed levels only the buffers above the outermost one are
+placed, at cuts whose loops all lie above it (:func:`searched_levels`;
+docs/spatial.md, "Buffer placement above the mesh").
+
 Encoding, per tensor ``X`` and level ``i`` strictly below its home:
 
     sum_c at[X, i, c] = 1
@@ -46,11 +50,54 @@ def placement_disabled_reason(enc: Encoding) -> str | None:
     p = enc.problem
     if enc.cache.get("placement_off"):
         return enc.cache["placement_off"]
-    if enc.spatial_levels:
-        return "spatial fanout"
     if p.fusion_level is not None:
         return "fused chain stage"
     return None
+
+
+def searched_levels(enc: Encoding, tensor: str) -> dict[int, tuple[int, bool]]:
+    """Per level whose buffer of ``tensor`` has its position searched: ``(largest cut, needs a buffer below)``.
+
+    Without a mesh every level below the home, every cut. With one, only the
+    levels above the outermost meshed level ``s``, at cuts whose loops are
+    all above it (``c <= (s-1)*r``), docs/spatial.md "Buffer placement above
+    the mesh"; an output's buffer there may leave its default position only
+    when a buffer of the output at a level between it and ``s`` is the
+    meshed buffers' keeper (the idle instances' flush follows that keeper's
+    default region changes). Empty for a tensor no advancing loop indexes.
+    """
+    p = enc.problem
+    J, r = p.depth, len(placed_dims(enc, tensor))
+    if r == 0:
+        return {}
+    first = enc.spatial_levels[0] if enc.spatial_levels else J + 1
+    out = {}
+    for i in range(p.home(tensor) + 1, min(first, J + 1)):
+        if enc.kept[(tensor, i)] is False:
+            continue
+        if first > J:
+            out[i] = (J * r, False)
+            continue
+        below = [k for k in range(i + 1, first) if enc.kept[(tensor, k)] is not False]
+        if p.workload.is_output(tensor) and not below:
+            continue
+        out[i] = ((first - 1) * r, p.workload.is_output(tensor))
+    return out
+
+
+def meshed_placement_restriction(enc: Encoding) -> str | None:
+    """The family restriction of placement on a meshed path, or None where every position is searched."""
+    if not enc.spatial_levels or placement_disabled_reason(enc) is not None:
+        return None
+    p = enc.problem
+    first = enc.spatial_levels[0]
+    names = [t for t in p.workload.tensor_names if placed_dims(enc, t)]
+    if not names:
+        return None
+    nearest = [t for t in names if p.workload.is_output(t)
+               and any(enc.kept[(t, i)] is not False for i in range(p.home(t) + 1, first))]
+    where = "at and below the meshed levels" + "".join(f" and for {t}'s lowest buffer above them" for t in nearest)
+    return f"buffer placement: default positions only {where} (spatial fanout)"
 
 
 def placed_dims(enc: Encoding, tensor: str) -> list[str]:
@@ -65,22 +112,21 @@ def add_placements(enc: Encoding) -> None:
     if placement_disabled_reason(enc) is not None:
         return
     p = enc.problem
-    J = p.depth
     for t in p.workload.tensor_names:
         r = len(placed_dims(enc, t))
-        if r == 0:
-            continue
         cuts: dict[int, object] = {}
-        for i in range(p.home(t) + 1, J + 1):
+        for i, (last, needs_below) in searched_levels(enc, t).items():
             kept = enc.kept[(t, i)]
-            if kept is False:
-                continue
-            lits = {c: enc.model.new_bool_var(f"at_{t}_L{i}_c{c}") for c in range(J * r + 1)}
+            lits = {c: enc.model.new_bool_var(f"at_{t}_L{i}_c{c}") for c in range(last + 1)}
             enc.model.add_exactly_one(lits.values())
             if kept is not True:
                 enc.model.add_implication(~kept, lits[i * r])
+            if needs_below:
+                below = [enc.kept[(t, k)] for k in range(i + 1, enc.spatial_levels[0])]
+                if not any(k is True for k in below):
+                    enc.model.add_bool_or([k for k in below if k is not False]).only_enforce_if(~lits[i * r])
             enc.at[(t, i)] = lits
-            cut = enc.model.new_int_var(0, J * r, f"cut_{t}_L{i}")
+            cut = enc.model.new_int_var(0, last, f"cut_{t}_L{i}")
             enc.model.add(cut == sum(c * lit for c, lit in lits.items()))
             cuts[i] = (cut, kept)
         _add_nesting(enc, cuts)

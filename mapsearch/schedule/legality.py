@@ -143,7 +143,7 @@ def home_violations(s: Schedule) -> list[str]:
 
 def position_violations(s: Schedule) -> list[str]:
     """Buffer positions (the contract's "Buffer placement"): only for kept tensors, within the nest,
-    at or inside the buffer above and at or outside the buffer below; not with spatial splits."""
+    at or inside the buffer above and at or outside the buffer below; with spatial splits only above the mesh."""
     out = []
     nest = (len(s.levels) - 1) * len(s.workload.dims)
     for i, lm in enumerate(s.levels):
@@ -155,7 +155,7 @@ def position_violations(s: Schedule) -> list[str]:
     if out or not s.placed:
         return out
     if any(lm.spatial for lm in s.levels):
-        return ["levels: buffer positions with spatial splits are not replayed yet; keep the default positions"]
+        out += _meshed_position_violations(s)
     for t in s.workload.tensor_names:
         kept = [i for i in range(len(s.levels)) if s.keeps(t, i)]
         for a, b in zip(kept, kept[1:]):
@@ -163,6 +163,25 @@ def position_violations(s: Schedule) -> list[str]:
                 out.append(f"levels[{b}].positions.{t}: {t}'s buffer at {s.levels[b].level} (position {s.position(t, b)}) "
                            f"sits outside its buffer at {s.levels[a].level} (position {s.position(t, a)}); "
                            "a buffer must sit at or inside the one above it")
+    return out
+
+
+def _meshed_position_violations(s: Schedule) -> list[str]:
+    """With spatial splits, only buffers above the outermost meshed level may move, and only to positions
+    whose loops all belong to levels above it (docs/spatial.md, "Buffer placement above the mesh")."""
+    D = len(s.workload.dims)
+    first = next((i for i, lv in enumerate(s.architecture.levels) if lv.instances > 1), len(s.levels))
+    out = []
+    for i, lm in enumerate(s.levels):
+        for t, p in lm.positions:
+            if p == i * D:
+                continue
+            if i >= first:
+                out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer at or below the meshed level "
+                           f"{s.architecture.levels[first].name} keeps its default position {i * D}, got {p}")
+            elif p > (first - 1) * D:
+                out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer above the mesh sits outside the "
+                           f"loops of {s.architecture.levels[first].name} and below (position <= {(first - 1) * D}), got {p}")
     return out
 
 

@@ -367,8 +367,9 @@ class _EventReplay:
         dimension, the piece of the innermost loop over it outside its
         position: level ``j``'s piece for the dimensions of the first loops
         of level ``j`` that are outside it, the level-``(j-1)`` piece for the
-        others (:func:`mapsearch.sim.placed.buffer_stream`). Placement is legal only without spatial
-        splits (one instance per level).
+        others (:func:`mapsearch.sim.placed.buffer_stream`). With spatial splits placement is legal
+        only above the outermost meshed level, with the loops outside the buffer above it too
+        (docs/spatial.md, "Buffer placement above the mesh"): those levels have one instance.
         """
         stream, outside = self.placement[(tensor, level)]
         if outside is None:

@@ -26,6 +26,7 @@ from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
 from mapsearch.sim.pieces import CHUNK, PieceTables, check_capacity, piece_tables, tile_chunks
+from mapsearch.sim.spatial import compute_instances
 
 _I64 = np.int64
 
@@ -134,4 +135,4 @@ def count_placed(schedule: Schedule, chunk: int = CHUNK) -> Figures:
                                  tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in names)))
     return Figures(links=tuple(links), op_calls=op_calls, compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
                    macs=wl.macs, block_macs=arch.compute.block_macs, occupancy=tuple(occupancy),
-                   compute_instances=1, busiest_calls=op_calls)
+                   compute_instances=compute_instances(schedule), busiest_calls=op_calls)  # unused instances idle

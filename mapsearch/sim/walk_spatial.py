@@ -17,6 +17,12 @@ built:
   store) and an entry of the new one (an input's load; an output's reload of
   partial sums when that instance entered the region before, else zeros).
 
+A buffer placed away from its default position (legal only above the
+mesh, docs/spatial.md "Buffer placement above the mesh") wants, at every
+step, the pieces of its anchor level and its parent (``_held_pieces``), as
+in :mod:`mapsearch.sim.placed`; its flushes and its children follow from its
+own region changes.
+
 Then the words per link copy: the crossings at one step are grouped by
 (region, group id) where the group id tells instances apart by their parts
 of the splits that may not share the tensor (``Layout.group``); on link
@@ -213,6 +219,24 @@ class _Tracker:
             self._stores(np.full(len(x), _END, _I64), x, self.carry[:, x])
 
 
+def _held_pieces(schedule: Schedule, tensor: str, level: int, starts, sizes):
+    """``(start, size)`` per dimension of the pieces a placed buffer holds, or None at the default position.
+
+    Legality keeps placed buffers above the outermost meshed level with
+    every loop outside them above it too (docs/spatial.md, "Buffer placement
+    above the mesh"): their anchor level ``j`` and its parent have one
+    instance, so the pieces are the lockstep's, one column, as in
+    :mod:`mapsearch.sim.placed` (level ``j``'s piece for the dimensions of
+    the loops outside the buffer, the level-``(j-1)`` piece for the others).
+    """
+    j, outside = schedule.buffer_anchor(tensor, level)
+    if j == level and outside is None:
+        return None
+    dims = schedule.workload.dims
+    pick = [j if outside is None or d in outside else j - 1 for d in dims]
+    return [starts[pick[k]][k] for k in range(len(dims))], [sizes[pick[k]][k] for k in range(len(dims))]
+
+
 def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
     yield from tile_chunks(schedule, vt, len(schedule.levels) - 1, chunk)  # type: ignore[arg-type]
 
@@ -271,9 +295,10 @@ def count_spatial(schedule: Schedule, one_by_one: bool = False) -> Figures:
         pids[inner] = pid
         for i in range(inner, 0, -1):
             pids[i - 1] = np.stack([vt.parent[i][k][pids[i][k]] for k in range(nd)])
+        starts = [[vt.start[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)] for i in range(depth)]
+        sizes = [[vt.size[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)] for i in range(depth)]
         for i in range(1, depth):
-            start = [vt.start[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)]
-            size = [vt.size[i][k][pids[i][k]][:, paths[i][k]] for k in range(nd)]
+            start, size = starts[i], sizes[i]
             active = np.ones(size[0].shape, bool)
             for z in size:
                 active &= z > 0
@@ -282,7 +307,9 @@ def count_spatial(schedule: Schedule, one_by_one: bool = False) -> Figures:
                 if tr is None:
                     continue
                 keeper = trackers.get((t, tr.src))
-                tr.feed(base, active, tr.regions(start, size), keeper.change if keeper is not None else None)
+                held = _held_pieces(schedule, t, i, starts, sizes)
+                tr.feed(base, active, tr.regions(*held) if held else tr.regions(start, size),
+                        keeper.change if keeper is not None else None)
             if i == inner:
                 calls = np.ones(size[0].shape, _I64)
                 for k in range(nd):

@@ -31,7 +31,7 @@ from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
-from mapsearch.model.placement import placed_dims, placement_disabled_reason
+from mapsearch.model.placement import meshed_placement_restriction, placed_dims, placement_disabled_reason
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.progress import search
@@ -259,6 +259,7 @@ def _cuts(enc: Encoding, s: Schedule, rows: dict[str, int], fixed_levels: frozen
     level's cut is its default, as the model has it."""
     J = enc.problem.depth
     off = placement_disabled_reason(enc)
+    meshed = meshed_placement_restriction(enc)
     for t in enc.problem.workload.tensor_names:
         dims = placed_dims(enc, t)
         r = len(dims)
@@ -267,11 +268,11 @@ def _cuts(enc: Encoding, s: Schedule, rows: dict[str, int], fixed_levels: frozen
         for i in range(enc.problem.home(t) + 1, J + 1):
             cut = _cut(enc, s, t, i, dims, rows, fixed_levels) if s.keeps(t, i) else i * r
             lits = enc.at.get((t, i))
-            if lits is None:
+            if lits is None or cut not in lits:
                 if cut != i * r:
                     level = s.architecture.levels[i].name
                     raise NotInFamily(f"the buffer of {t} at {level} is away from its default position, which this "
-                                      f"model does not search ({off or 'its position is fixed'})")
+                                      f"model does not search ({off or meshed or 'its position is fixed'})")
                 continue
             for c, lit in lits.items():
                 fix(lit, c == cut, f"the position of {t}'s buffer at level {i}")

@@ -188,13 +188,16 @@ def test_view_tables_equal_explicit_instance_trees(seed: int) -> None:
 # --------------------------------------------------------------------------- 2. the model on given schedules
 
 def model_prediction(schedule, monkeypatch):
-    """The figures the model predicts for ``schedule``: every chain row kept, the schedule's choices fixed."""
+    """The figures the model predicts for ``schedule``: every chain row kept, the schedule's choices fixed
+    (positions too: buffers above the mesh, docs/spatial.md "Buffer placement above the mesh")."""
     import mapsearch.model.build as build_module
     import mapsearch.model.chains as chains_module
     from ortools.sat.python import cp_model
 
     from mapsearch.model.build import build
     from mapsearch.model.decode import decode
+    from mapsearch.model.placement import placed_dims
+    from mapsearch.solve.warm_start import _cut
 
     monkeypatch.setattr(chains_module, "_survivors", lambda q: np.arange(q["tiles"].shape[0]))
     monkeypatch.setattr(build_module, "prune_window_chains", lambda chains, windows, depth: chains)
@@ -205,6 +208,7 @@ def model_prediction(schedule, monkeypatch):
     finally:
         build_module._chains_cached.cache_clear()
     m, w = enc.model, schedule.workload
+    chosen: dict[str, int] = {}
     for d in w.dims:
         ch = enc.chains[d]
         ok = np.all(ch.tiles == [schedule.levels[j].tile_extent(d) for j in range(1, p.depth + 1)], axis=1)
@@ -221,6 +225,7 @@ def model_prediction(schedule, monkeypatch):
                     m.add_bool_and([lit])
         rows = np.flatnonzero(ok)
         assert rows.size == 1, (d, rows)
+        chosen[d] = int(rows[0])
         if not isinstance(enc.choice[d], int):
             m.add(enc.choice[d] == int(rows[0]))
 
@@ -236,6 +241,14 @@ def model_prediction(schedule, monkeypatch):
     for (t, i), lit in enc.kept.items():
         if not isinstance(lit, bool):
             m.add(lit == int(t in schedule.levels[i].keep))
+    cuts: dict[tuple[str, int], int] = {}
+    for (t, i), lits in enc.at.items():  # buffers above the mesh: the schedule's cut (model/placement.py)
+        cuts[(t, i)] = _cut(enc, schedule, t, i, placed_dims(enc, t), chosen, frozenset()) if schedule.keeps(t, i) \
+            else i * len(placed_dims(enc, t))
+        if any(c == cuts[(t, i)] for (x, k), c in cuts.items() if x == t and k != i and schedule.keeps(t, k)) \
+                and schedule.keeps(t, i):
+            pytest.skip(f"two buffers of {t} at one cut: the model keeps only the lower one (model/placement.py)")
+        m.add_bool_and([lits[cuts[(t, i)]]])
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     assert solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE)

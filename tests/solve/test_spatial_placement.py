@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import brute_force as bf  # noqa: E402
 import brute_force_spatial as bfs  # noqa: E402
+import brute_force_wide as bw  # noqa: E402
 
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
@@ -31,6 +32,7 @@ from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.schedule.schedule import Schedule  # noqa: E402
 from mapsearch.sim.errors import CapacityError  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
+from mapsearch.solve import unsplit  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
@@ -122,7 +124,9 @@ def test_the_solver_matches_the_brute_force_with_positions(monkeypatch, name: st
     default positions only is worse (so these cases need the positions)."""
     w, a = CASES[name]
     brute = bfs.brute_force_spatial(w, a)
-    result = _solve(w, a)
+    with monkeypatch.context() as m:  # the meshed family alone (solve/unsplit.py adds the unsplit schedules)
+        m.setattr(unsplit, "applies", lambda *_: False)
+        result = _solve(w, a)
     assert result.proven and tuple(ph.value for ph in result.phases) == brute.value, (result.schedule.levels,
                                                                                       brute.schedule.levels)
     _every_mode(result.schedule)
@@ -135,3 +139,18 @@ def test_the_solver_matches_the_brute_force_with_positions(monkeypatch, name: st
         default = bfs.brute_force_spatial(w, a)
         assert (brute.value, default.value) == BETTER[name]
         assert brute.schedule.placed and result.schedule.placed
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_solver_matches_the_better_of_split_and_unsplit(name: str) -> None:
+    """With the schedules that split nothing (solve/unsplit.py): the better of the spatial family's optimum and
+    the mesh-free whole family's (every position), replayed exactly."""
+    w, a = CASES[name]
+    meshed = bfs.brute_force_spatial(w, a).value
+    whole = bw.brute_force(w, unsplit.unsplit_problem(Problem(w, a, ())).architecture).value
+    result = _solve(w, a)
+    assert result.proven and tuple(ph.value for ph in result.phases) == min(tuple(meshed), tuple(whole))
+    if tuple(meshed) != tuple(whole):  # only a split schedule reaches the meshed optimum when it is the better
+        assert any(lm.spatial for lm in result.schedule.levels) == (tuple(meshed) < tuple(whole))
+    _every_mode(result.schedule)
+

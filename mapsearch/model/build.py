@@ -28,7 +28,8 @@ from mapsearch.model.residency import add_link_times, add_link_words, add_reside
 from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
-from mapsearch.model.windows import Window, held_whole_restriction, prune_window_chains, split_windows
+from mapsearch.model.window_pruning import prune_window_chains
+from mapsearch.model.windows import Window, held_whole_restriction, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.model.options import SolveOptions

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily
+from mapsearch.model import windows
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
@@ -33,13 +34,17 @@ def test_plain_matmul_is_optimal_over_the_whole_family() -> None:
     assert result.status == "OPTIMAL" and result.family_restrictions == ()
 
 
-def test_held_filter_window_is_named_and_status_says_in_family() -> None:
-    # An axis over three dimensions (I[p+r+u]) is split only along its largest one: the result names it.
+def test_held_filter_window_is_named_and_status_says_in_family(monkeypatch) -> None:
+    # An axis over three dimensions (I[p+r+u]) whose joint coincidence table is over the limit (here 0
+    # entries) is split only along its largest dimension: the result names it, with the table's size.
     # (With L0 = 16 the optimum meets the contract's floors and is OPTIMAL outright; 8 words do not.)
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
     result = solve(Problem(w, two_level(8)))
     assert result.status == "OPTIMAL_IN_FAMILY"
-    assert any(r.startswith("filter windows held whole: r, u") for r in result.family_restrictions)
+    assert result.family_restrictions == (
+        "filter windows held whole: r, u (the joint table of (p, r, u) would have 24 entries, over the limit of 0; "
+        "such an axis is split only along its largest dimension)",)
 
 
 def test_two_dimension_windows_are_split() -> None:
@@ -58,8 +63,10 @@ def test_two_dimension_windows_are_split() -> None:
     assert (result.schedule.predicted.time, result.schedule.predicted.words_total) == (24, 22)
 
 
-def test_empty_restricted_family_is_not_called_infeasible() -> None:
-    # I[p+r+u] with r = u = 3 held whole: W alone is 9 words > L0's 6, yet tiles of 1 fit in 3 words.
+def test_empty_restricted_family_is_not_called_infeasible(monkeypatch) -> None:
+    # I[p+r+u] with r = u = 3 held whole (the joint table over its limit): W alone is 9 words > L0's 6,
+    # yet tiles of 1 fit in 3 words.
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 3, "u": 3})
     with pytest.raises(NoScheduleInFamily) as info:
         solve(Problem(w, two_level(6)))
@@ -130,8 +137,9 @@ def test_a_restricted_optimum_that_meets_the_contract_floors_is_optimal() -> Non
     assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
 
 
-def test_a_restricted_optimum_at_the_floors_drops_its_restriction() -> None:
-    # The 3-dim axis case with room: 24 MACs, compulsory words only (Z 6 + I 8 + W 4 = 18), floors met.
+def test_a_restricted_optimum_at_the_floors_drops_its_restriction(monkeypatch) -> None:
+    # The 3-dim axis held whole, with room: 24 MACs, compulsory words only (Z 6 + I 8 + W 4 = 18), floors met.
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
     result = solve(Problem(w, two_level(16)))
     assert [(p.name, p.value) for p in result.phases] == [("time", 24), ("words", 18)]

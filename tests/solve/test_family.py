@@ -144,3 +144,38 @@ def test_a_restricted_optimum_at_the_floors_drops_its_restriction(monkeypatch) -
     result = solve(Problem(w, two_level(16)))
     assert [(p.name, p.value) for p in result.phases] == [("time", 24), ("words", 18)]
     assert result.status == "OPTIMAL" and result.family_restrictions == ()
+
+
+@pytest.mark.parametrize("capacity, limit, error, message", [
+    # r held whole at 2, a user limit r = 1 at L0: a legal schedule (r split) may exist outside the family...
+    (8, ("r", 1, 1), NoScheduleInFamily, "no schedule in the searched family: the tile limit on r at L0 (1..1) "
+                                         "excludes its extent 2, at which r is held whole; the family was restricted"),
+    # ...but not where one word of each operand overflows L0 under every schedule of the contract,
+    (2, ("r", 1, 1), InfeasibleError, "infeasible: capacity of L0 conflict: L0 holds 2 words but the smallest tiles "
+                                      "(I 1, W 1, O 1 words) need 3"),
+    # nor where the limit admits no tile at all,
+    (8, ("r", 5, 6), InfeasibleError, "the tile limits on r leave no legal tile extent (need 1 <= T <= parent <= 2)"),
+    # nor where p's least tile under the limit overflows L0 with r and u at 1 (I 2 + W 1 + O 2 > 4 words);
+    (4, ("p", 2, 4), InfeasibleError, "infeasible: the tile limit on p at L0 (at least 2) is above the largest p "
+                                      "tile that L0 (4 words) can hold, 1"),
+    # with room for p = 3 once r and u are split (I 3 + W 1 + O 3 <= 8), the family's emptiness is said as such.
+    (8, ("p", 3, 4), NoScheduleInFamily, "no schedule in the searched family: the tile limit on p at L0 (at least 3) "
+                                         "is above the largest p tile that L0 (8 words) can hold, 1 with r, u held whole"),
+])
+def test_an_empty_family_before_the_search_says_infeasible_only_under_the_contract(
+        monkeypatch, capacity, limit, error, message) -> None:
+    """model/build.py finds some families empty before any search (a held dimension's tile limit, L0's room for a
+    limited tile): it says "infeasible" only where no schedule of the contract exists
+    (model/overflow.contract_overflow, the limits alone, L0's room with every window split)."""
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)  # I[p+r+u]'s r and u held whole
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 2, "u": 2})
+    d, lo, hi = limit
+    with pytest.raises(InfeasibleError) as info:
+        solve(Problem(w, two_level(capacity)), Constraints(tiles=(TileLimit("L0", d, lo, hi),)))
+    assert type(info.value) is error and str(info.value).startswith(message)
+    if error is NoScheduleInFamily:  # and a schedule of the contract meets the limit
+        monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 100_000)
+        result = solve(Problem(w, two_level(capacity)), Constraints(tiles=(TileLimit("L0", d, lo, hi),)))
+        assert result.status == "OPTIMAL" and lo <= result.schedule.levels[1].tile_extent(d) <= hi

@@ -39,8 +39,8 @@ from mapsearch.model.options import SolveOptions
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool,
-                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window)
+                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -89,16 +89,21 @@ def dimension_chains(p: Problem, constraints: Constraints,
         else:
             lo, hi = bounds[J - 1]
             fit = _innermost_fit(p, d, pinned, windows)
+            if fit < lo <= hi:
+                raise _innermost_overflow(p, d, lo, fit, pinned, held_whole)
             bounds[J - 1] = (lo, min(hi, fit))
         fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
         windowed = any(dd == d for _, dd in in_window)
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
-        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/windows.spatial_restriction).
+        # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
+        tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
+        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                chain_spatial(p), windowed)
-        if len(chains) == 0:  # the user's limits admit a chain (above): L0's room cut them all
-            _no_room_for_limits(p, d, bounds[J - 1][0], fit, pinned, held_whole)
+                                chain_spatial(p), windowed, tied)
+        if len(chains) == 0:
+            raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
+                                  ("user tile limits",))
         out[d] = chains
         checkpoint(f"enumerating the tile chains of {d}")
     if windows:
@@ -143,30 +148,8 @@ def _check_held_whole_limits(p: Problem, d: str, extent: int, bounds: list[tuple
         raise _outside_the_family(p, f"{what} whole", [d], why)
 
 
-def _no_room_for_limits(p: Problem, d: str, lo: int, fit: int | None, pinned: frozenset[str], why: str | None):
-    """Raise: the user's lower limit ``lo`` on ``d``'s innermost tile is above the largest ``fit`` that L0 holds.
-
-    ``_innermost_fit`` with every window split holds for every schedule of
-    the contract: above it the limit conflicts with L0's capacity. With
-    dimensions held whole, ``fit`` is that of the searched family only, so
-    the contract's fit decides (not claimed for a fused stage, whose L0 is
-    the group's).
-    """
-    w = p.workload
-    level = p.architecture.levels[p.depth]
-    held = sorted(e for e in pinned if w.extent[e] > 1)
-    if held and p.fusion_level is None:
-        fit_all = _innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1), find_windows(w))
-        if lo > fit_all:
-            held, fit = [], fit_all
-    what = (f"the tile limit on {d} at {level.name} (at least {lo}) is above the largest {d} tile that "
-            f"{level.name} ({level.capacity} words) can hold, {fit}")
-    if held:
-        raise _outside_the_family(p, f"{what} with {', '.join(held)} held whole", held, why)
-    raise InfeasibleError(f"infeasible: {what}", ("user tile limits", f"capacity of {level.name}"))
-
-
-def _outside_the_family(p: Problem, what: str, held: list[str], why: str | None) -> InfeasibleError:
+def _outside_the_family(p: Problem, what: str, held: list[str], why: str | None,
+                        core: tuple[str, ...] = ("user tile limits",)) -> InfeasibleError:
     """The error when the searched family, with ``held`` dimensions held whole, has no schedule before any search:
     infeasible where no schedule of the contract fits (model/overflow.contract_overflow), else
     "no schedule in the searched family" naming the restriction."""
@@ -175,8 +158,36 @@ def _outside_the_family(p: Problem, what: str, held: list[str], why: str | None)
         return overflow
     restriction = held_whole_restriction(held, why)
     return NoScheduleInFamily(f"no schedule in the searched family: {what}; the family was restricted "
-                              f"({restriction}), so a legal schedule outside it may exist",
-                              ("user tile limits",), (restriction,))
+                              f"({restriction}), so a legal schedule outside it may exist", core, (restriction,))
+
+
+def _innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[str],
+                        why: str | None) -> InfeasibleError:
+    """``d``'s innermost tile must be at least ``lo`` but at most ``fit`` fits there (``_innermost_fit``).
+
+    Infeasible, unless dimensions held whole (``pinned``, a restriction of
+    the family: ``why``) took part of the room: then the fit with every
+    window split, which holds for every schedule of the contract, decides,
+    and where ``lo`` is within it, no schedule in the searched family
+    (:func:`_outside_the_family`).
+    """
+    J = p.depth
+    w = p.workload
+    name = p.architecture.levels[J].name
+    if p.fusion_level == J and d not in p.shared_dims and lo == w.extent[d]:
+        need = f"{d} is whole ({lo}) at {name}, the fusion level (the outer nest does not tile it)"
+    else:
+        need = f"the tile limits on {d} at {name} need at least {lo}"
+    held = sorted(e for e in pinned if w.extent[e] > 1)
+    if held:
+        fit_all = _innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1), find_windows(w))
+        if lo > fit_all:
+            held, fit = [], fit_all
+    what = (f"capacity of {name} conflict: {need}, but at most {fit} fits its {p.architecture.levels[J].capacity} "
+            f"words with every other tile at its smallest")
+    if not held:
+        return InfeasibleError(what, (f"capacity of {name}",))
+    return _outside_the_family(p, what, held, why, (f"capacity of {name}",))
 
 
 def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:

@@ -73,6 +73,7 @@ class DimChains:
     flavoured: dict | None = None
     parts_family: tuple[str, ...] | None = None  # which part extents were cut, per meshed level
     part_levels: tuple[int, ...] | None = None  # the meshed level of each column of ``parts``
+    tied: int = 0  # levels 1..tied are tied to other chains (a fused group's outer nest): pruned only among equals
 
     def __len__(self) -> int:
         return int(self.tiles.shape[0])
@@ -185,6 +186,7 @@ def enumerate_chains(
     pinned: bool = False,
     spatial: tuple[tuple[int, int], ...] = (),
     window: bool = False,
+    tied: int = 0,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
@@ -199,7 +201,11 @@ def enumerate_chains(
     coincidences read the chains' advance and context types; pruning then
     also compares those (so it stays exact) and does not drop chains on
     stillness (a window's still factor is not monotone in one chain's still
-    sums).
+    sums). ``tied``: the tiles of levels ``1..tied`` are tied to another
+    model's chains (a shared dimension of a fused group's stage: its outer
+    nest, model/fusion.py), so a chain is pruned only by one with the same
+    tiles there: another stage may need exactly those tiles, and a chain
+    that dominates in this stage need not dominate in that one.
     """
     if bounds is None:
         bounds = [(1, extent)] * depth
@@ -218,6 +224,7 @@ def enumerate_chains(
         return _empty(extent, depth, footprints, raw, reduced)
     checkpoint(doing)
     q = _quantities(extent, tiles, footprints, block)
+    q["tied"] = tied
     checkpoint(doing)
     spatial = tuple((s, f) for s, f in spatial if f > 1)
     if spatial and not pinned:
@@ -354,4 +361,5 @@ def _select(q: dict, idx: np.ndarray, raw: int, reduced: bool, family: str) -> D
             for name, v in q["flavoured"].items()},
         parts_family=q.get("parts_family"),
         part_levels=q.get("part_levels"),
+        tied=q.get("tied", 0),
     )

@@ -62,7 +62,7 @@ def survivors(q: dict) -> np.ndarray:
 
 def _signature_blocks(q: dict) -> list:
     """Every quantity of ``q`` the model reads, as blocks of columns (the signature's column order)."""
-    blocks = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])]
+    blocks = [q["counts"]] + [q["sums"][f] for f in sorted(q["sums"])] + tied_tiles(q)
     blocks += [[q["small"][f][key] for key in sorted(q["small"][f])] for f in sorted(q["small"]) if q["small"][f]]
     blocks.append(q["calls"])
     if q.get("window") is not None:
@@ -74,6 +74,14 @@ def _signature_blocks(q: dict) -> list:
             blocks += [[view["small"][f][k] for k in sorted(view["small"][f])] for f in sorted(view["small"])
                        if view["small"][f]]
     return blocks
+
+
+def tied_tiles(q: dict) -> list[np.ndarray]:
+    """The tiles of the levels tied to other models (model/chains.enumerate_chains' ``tied``), as a block
+    every pruning compares for equality; none when nothing is tied (the signature, its hash and so the
+    order of the survivors stay as they were)."""
+    tied = q.get("tied", 0)
+    return [q["tiles"][:, :tied]] if tied else []
 
 
 def _skyline_2d(new_group: np.ndarray, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
@@ -104,7 +112,7 @@ def dominate_by_stillness(q: dict, idx: np.ndarray) -> np.ndarray:
     if not any(q["small"][f] for f in q["small"]):
         return idx
     views = [q] + (list(q["flavoured"].values()) if q.get("flavoured") else [])
-    exact = [q["factors"]] if q.get("flavoured") else []
+    exact = ([q["factors"]] if q.get("flavoured") else []) + tied_tiles(q)
     still = []
     for v in views:
         exact += [v["counts"]] + [v["sums"][f] for f in sorted(v["sums"])] + [v["calls"]]

@@ -10,12 +10,14 @@ names each restriction that applied to *this* problem, the status becomes
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Iterable
 
 from mapsearch.model.bounds import contract_floors
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.placement import placement_disabled_reason
+from mapsearch.model.problem import Problem
 from mapsearch.model.spatial_chains import ALL_PARTS, EQUAL_PARTS
-from mapsearch.model.windows import held_whole_restriction, spatial_restriction
+from mapsearch.model.windows import held_whole_restriction, split_windows
 
 
 
@@ -35,12 +37,39 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
            for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family not in (ALL_PARTS, EQUAL_PARTS)]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
-    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts above L0 (model/windows.py)
+    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts above L0
     if spatial_windows:
         out.append(spatial_windows)
     reason = placement_disabled_reason(enc)
     if reason is not None:
         out.append(f"buffer placement: default positions only ({reason})")
+    return tuple(out)
+
+
+def spatial_restriction(enc: Encoding) -> str | None:
+    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
+    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
+    where an unequal part was left out."""
+    levels = enc.problem.architecture.levels
+    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
+           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
+    if not cut:
+        return None
+    dims = sorted({d for d, _ in cut})
+    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
+    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
+            f"{', '.join(at)} (every instance the same part of every parent piece)")
+
+
+def held_whole_restrictions(problems: Iterable[Problem]) -> tuple[str, ...]:
+    """The restrictions of windows held whole in ``problems`` (a fused group's stages), without a model: one
+    line per distinct restriction, as :func:`family_restrictions` names it."""
+    out: dict[str, None] = {}
+    for p in problems:
+        _, pinned, why = split_windows(p, frozenset(), None)
+        held = sorted(d for d in pinned if p.workload.extent[d] > 1)
+        if held:
+            out[held_whole_restriction(held, why)] = None
     return tuple(out)
 
 

@@ -52,15 +52,24 @@ def add_canonical_trivial_loops(enc: Encoding, active: tuple[str, ...], skip_lev
 
         single[j,d] and not single[j,e]          -> before[j,d,e]
         single[j,d] and single[j,e] and d < e    -> before[j,d,e]
+
+    "Dimension order" is the workload's, except that the shared dimensions
+    of a fused stage come first, in the group's order: the stages' outer
+    loops are tied (model/fusion.py), so every stage must put two
+    single-trip shared loops the same way round whatever its own
+    workload's order, else a schedule in which both have one trip at a
+    level of the outer nest is lost when two stages list them differently.
     """
     from mapsearch.model.tiles import single_trip
 
+    shared = enc.problem.shared_dims if enc.problem.fusion_level is not None else ()
+    ranked = sorted(active, key=lambda d: shared.index(d) if d in shared else len(shared))  # stable
     for j in range(1, enc.problem.depth + 1):
         if j in skip_levels:
             continue  # the user fixed this level's order; keep it as written
         single = {d: single_trip(enc, d, j) for d in active}
-        for a, d in enumerate(active):
-            for b, e in enumerate(active):
+        for a, d in enumerate(ranked):
+            for b, e in enumerate(ranked):
                 if d == e:
                     continue
                 lit = enc.before[(j, d, e)]

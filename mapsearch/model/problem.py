@@ -6,9 +6,9 @@ The encoding covers one einsum whose tensor axes are a single dimension, a
 or an affine sum in which only one dimension is split below the top (the
 *carrier*, the dimension of largest extent) while the others are *pinned*
 whole at every level. Pinning applies to every window where windows are not
-split (a fused stage, measures other than words), and to axes over three or
-more dimensions under a spatial fanout or over their joint table's limit;
-the result names it as a family restriction (model/family.py).
+split (measures other than words), and to axes over three or more dimensions
+under a spatial fanout or over their joint table's limit; the result names
+it as a family restriction (model/family.py).
 """
 
 from __future__ import annotations

@@ -188,7 +188,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     total = enc.product(main, f"words_{tensor}_L{i}_all")
 
     # Below a fusion level, buffers are emptied between sub-nest runs (docs/fusion.md):
-    # an outer loop that advances always reloads, so only the sub-nest's loops give reuse.
+    # an outer loop that advances always reloads, so only the sub-nest's loops give reuse,
+    # window coincidences included (docs/solver.md, "Split windows in a fused stage").
     reset = enc.problem.fusion_level
     first_loop_level = reset + 1 if reset is not None and i > reset else 1
     corrections: list[Q] = []
@@ -237,7 +238,9 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     ``i``, or ``i-1`` where its level-``i`` loop is inside the buffer), times every other
     axis's still factor and every other dimension's contexts, as for the
     corrections of :func:`region_words`. At ``j = i`` only a loop outside
-    the buffer moves its region.
+    the buffer moves its region. Loops above ``first_loop_level`` give no
+    coincidence: below a fusion level each of their advances starts a new
+    sub-nest run, which enters every region afresh.
 
     Split over mesh axes (docs/spatial.md, "Split windows over mesh
     axes"), a window dimension has equal parts above the innermost level,

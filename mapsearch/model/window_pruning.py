@@ -30,6 +30,9 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int
     no smaller ``W - C``, ``C`` or other still sums, no fewer coincidences
     against every chain of the partner, and no larger extents is at least as
     good in every objective and constraint, so the other is dropped: exact.
+    A chain whose outer levels are tied to another stage's (``tied``, a
+    fused group's outer nest) is dropped only for one with the same tiles
+    there.
     Pruning one dimension against the partner's current chains, then the
     partner against the survivors, stays exact (a dropped chain's
     dominator is kept for every partner chain). ``windows``:
@@ -89,6 +92,7 @@ def undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:
     that differs from it, or by an earlier twin (equal everywhere).
     """
     exact = [ch.counts] + [ch.sums[f] for f in sorted(ch.sums)] + [ch.calls]
+    exact += [ch.tiles[:, :ch.tied]] if ch.tied else []  # a fused stage's shared dim: only among equal outer tiles
     still = _still_columns(ch.small)
     if ch.flavoured:  # split over mesh axes: every view's tables too (the coincidences are instance 0's)
         exact.append(ch.factors)

@@ -39,6 +39,12 @@ axis over three or more dimensions has one entry per combination of their
 chains: above :data:`JOINT_TABLE_LIMIT` entries the axis is held whole
 (all but its largest dimension), a named restriction.
 
+In a fused group's stage the tables are the same: every advance they count
+of a loop below the fusion level lies inside one sub-nest run, and those of
+the loops at or above it are not read below it, where the runs start empty
+(model/traffic.py's ``first_loop_level``; docs/solver.md, "Split windows in
+a fused stage").
+
 Split over mesh axes (docs/spatial.md, "Split windows over mesh axes"), a
 two-dimension window's dimension has equal parts above L0
 (model/spatial_chains.EQUAL_PARTS): there every instance is instance 0
@@ -46,7 +52,8 @@ shifted, so a view's sum is instance 0's table times the view's instances
 along the two dimensions. At L0 its parts may be unequal: a view summing L0
 reads the table summed over that split's digits, one instance per class of
 digits on its own tree (window_types.instance_classes). Unequal parts above
-L0 are a named restriction (:func:`spatial_restriction`); an axis over three
+L0 are a named restriction (:func:`mapsearch.model.family.spatial_restriction`);
+an axis over three
 or more dimensions under a spatial fanout is held whole (named).
 """
 
@@ -110,14 +117,18 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
                   ) -> tuple[tuple[Window, ...], frozenset[str], str | None]:
     """``(windows split, pinned dims, why windows are held whole)`` for this problem.
 
-    Windows are split for one einsum measured in words (with a spatial
-    fanout the dimensions of two-dimension windows are split over mesh
-    axes, above L0 in equal parts only: see :func:`spatial_restriction`).
-    In a fused stage and under other measures every window is held whole
-    (all but its largest dimension); an axis over three or more dimensions
-    also under a spatial fanout and where its joint table would exceed
-    :data:`JOINT_TABLE_LIMIT` (:func:`joint_entries`); and a window over a
-    dimension such an axis pins. The reasons become a family restriction.
+    Windows are split wherever transfers are measured in words: one einsum
+    (with a spatial fanout the dimensions of two-dimension windows are split
+    over mesh axes, above L0 in equal parts only:
+    model/family.spatial_restriction) and every stage of a fused group
+    (below the fusion level its buffers are emptied between sub-nest runs:
+    model/traffic.py then reads no coincidence of a loop at or above that
+    level, docs/solver.md "Split windows in a fused stage"). Under other
+    measures every window is held whole (all but its largest dimension); an
+    axis over three or more dimensions also under a spatial fanout and where
+    its joint table would exceed :data:`JOINT_TABLE_LIMIT`
+    (:func:`joint_entries`); and a window over a dimension such an axis
+    pins. The reasons become a family restriction.
     """
     from mapsearch.model.problem import pinned_dims
     from mapsearch.model.spatial import meshed_levels
@@ -125,9 +136,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     w = p.workload
     found = find_windows(w)
     reasons: list[str] = []
-    if found and p.fusion_level is not None:
-        reasons.append("fused chain stage")
-    elif found and (unit_dims or extra_footprints):
+    if found and (unit_dims or extra_footprints):
         reasons.append("measures other than words")
     windows = () if reasons else found
     wide = [win for win in windows if len(win.dims) > 2]
@@ -160,23 +169,6 @@ def joint_entries(p: Problem, win: Window) -> int:
 @lru_cache(maxsize=64)
 def _window_chain_count(extent: int, depth: int) -> int:
     return len(enumerate_chains(extent, depth, ((0, 1), (1, 0)), window=True))
-
-
-def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
-    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
-    where an unequal part was left out."""
-    from mapsearch.model.spatial_chains import EQUAL_PARTS
-
-    levels = enc.problem.architecture.levels
-    cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
-           for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}
-    if not cut:
-        return None
-    dims = sorted({d for d, _ in cut})
-    at = [levels[s].name for s in enc.spatial_levels if any(name == levels[s].name for _, name in cut)]
-    return (f"spatial splits: window dimensions ({', '.join(dims)}) split over mesh axes in equal parts only at "
-            f"{', '.join(at)} (every instance the same part of every parent piece)")
 
 
 # --------------------------------------------------------------------------- the model

@@ -18,8 +18,8 @@ from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, Interrupted, MapsearchError, SolverTimeout
-from mapsearch.model.family import combined_status, family_restrictions, proven_status
-from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused
+from mapsearch.model.family import combined_status, family_restrictions, held_whole_restrictions, proven_status
+from mapsearch.model.fusion import FusedEncoding, build_fused, decode_fused, stage_problems
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.model.options import SolveOptions
@@ -37,7 +37,9 @@ from mapsearch.spec.workload import WorkloadGraph
 class FusedOutcome:
     level: str
     schedule: FusedSchedule | None
-    status: str  # OPTIMAL, OPTIMAL_IN_FAMILY, FEASIBLE, INFEASIBLE, TIMEOUT, UNSUPPORTED, INTERRUPTED
+    # OPTIMAL, OPTIMAL_IN_FAMILY, FEASIBLE, INFEASIBLE, NO_SCHEDULE_IN_FAMILY (nothing in a restricted family
+    # whose restrictions can matter for feasibility: family_restrictions names them), TIMEOUT, UNSUPPORTED, INTERRUPTED
+    status: str
     phases: tuple[Phase, ...] = ()
     seconds: float = 0.0
     reason: str = ""
@@ -157,9 +159,8 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
         return FusedOutcome(name, None, "INTERRUPTED", reason=str(e), seconds=time.perf_counter() - start)
     except InfeasibleError as e:
         own = sorted({d for d, _ in graph.extents} - set(graph.shared_dims))
-        return FusedOutcome(name, None, "INFEASIBLE", seconds=time.perf_counter() - start,
-                            reason=f"fused at {name}, the dims no outer loop may tile ({', '.join(own)}) are whole "
-                                   f"at {name} and above: {e}")
+        why = f"fused at {name}, the dims no outer loop may tile ({', '.join(own)}) are whole at {name} and above: {e}"
+        return _nothing_fits(graph, arch, homes, level, start, why)
     for guard in fe.guards.values():
         fe.model.add(guard == 1)
     objectives = [("time", fe.time.expr, fe.scale), ("words", fe.words_total.expr, 1)]
@@ -168,8 +169,7 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
                                       decode=lambda solver: decode_fused(fe, solver), hint_vars=_decisions(fe),
                                       floor=lambda n: None)
     except InfeasibleError as e:
-        return FusedOutcome(name, None, "INFEASIBLE", reason=f"{e} (capacity of the fused buffers)",
-                            seconds=time.perf_counter() - start)
+        return _nothing_fits(graph, arch, homes, level, start, f"{e} (capacity of the fused buffers)")
     except SolverTimeout as e:
         return FusedOutcome(name, None, "TIMEOUT", reason=str(e), seconds=time.perf_counter() - start)
     except Interrupted as e:
@@ -177,6 +177,26 @@ def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
     restrictions = tuple(dict.fromkeys(r for enc in fe.stages for r in family_restrictions(enc)))
     status = proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions)
     return FusedOutcome(name, schedule, status, tuple(phases), time.perf_counter() - start,
+                        family_restrictions=restrictions)
+
+
+def _nothing_fits(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], level: int, start: float,
+                  why: str) -> FusedOutcome:
+    """INFEASIBLE when the searched family holds every fused schedule's occupancy, else NO_SCHEDULE_IN_FAMILY.
+
+    Of the fused family's restrictions only windows held whole (axes over
+    three or more dimensions) can hide a schedule that fits: default buffer
+    positions cannot, since bypassing a level holds less than any position
+    there and L0's default position is already the innermost (docs/fusion.md,
+    "Replay decisions").
+    """
+    name = arch.levels[level].name
+    restrictions = held_whole_restrictions(stage_problems(graph, arch, homes, level))
+    if not restrictions:
+        return FusedOutcome(name, None, "INFEASIBLE", reason=why, seconds=time.perf_counter() - start)
+    return FusedOutcome(name, None, "NO_SCHEDULE_IN_FAMILY", seconds=time.perf_counter() - start,
+                        reason=f"no schedule in the searched family: {why}; the family was restricted "
+                               f"({'; '.join(restrictions)}), so a legal schedule outside it may exist",
                         family_restrictions=restrictions)
 
 

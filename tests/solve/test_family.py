@@ -79,6 +79,30 @@ def test_empty_restricted_family_is_not_called_infeasible(monkeypatch) -> None:
     assert dict(replay(legal, mode="count").figures.occupancy)["L0"] == 3
 
 
+def test_innermost_tile_limit_beyond_capacity_is_said_of_the_family_searched(monkeypatch) -> None:
+    # A user's L0 tile of p >= 5 on a 6-word L0: p + r - 1 words of I, r of W, p of Z. Split windows:
+    # infeasible outright (11 words at least). I[p+r+u] likewise (p + r + u - 2 of I, 1 of W at least, p
+    # of O), split or held whole (r, u over the joint table's limit): no schedule of the contract fits, so
+    # the held family's emptiness is infeasibility (with room for p = 3 it is said of the family:
+    # test_an_empty_family_before_the_search_says_infeasible_only_under_the_contract).
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    limit = Constraints(tiles=(TileLimit("L0", "p", 5, 6),))
+    with pytest.raises(InfeasibleError) as info:
+        solve(Problem(conv1d(6, 3), two_level(6)), limit)
+    assert not isinstance(info.value, NoScheduleInFamily)
+    assert str(info.value) == ("capacity of L0 conflict: the tile limits on p at L0 need at least 5, but at most 2 "
+                               "fits its 6 words with every other tile at its smallest")
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
+    for table_limit in (100_000, 0):
+        monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", table_limit)
+        with pytest.raises(InfeasibleError) as info:
+            solve(Problem(w, two_level(6)), limit)
+        assert not isinstance(info.value, NoScheduleInFamily)
+        assert str(info.value) == ("capacity of L0 conflict: the tile limits on p at L0 need at least 5, but at most "
+                                   "2 fits its 6 words with every other tile at its smallest")
+
+
 def test_truly_infeasible_stays_infeasible() -> None:
     # A scalar MAC needs one word of each of A, B and Z at L0: 2 words can never do.
     w = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 2, "n": 2, "k": 2})
@@ -156,11 +180,11 @@ def test_a_restricted_optimum_at_the_floors_drops_its_restriction(monkeypatch) -
     # nor where the limit admits no tile at all,
     (8, ("r", 5, 6), InfeasibleError, "the tile limits on r leave no legal tile extent (need 1 <= T <= parent <= 2)"),
     # nor where p's least tile under the limit overflows L0 with r and u at 1 (I 2 + W 1 + O 2 > 4 words);
-    (4, ("p", 2, 4), InfeasibleError, "infeasible: the tile limit on p at L0 (at least 2) is above the largest p "
-                                      "tile that L0 (4 words) can hold, 1"),
+    (4, ("p", 2, 4), InfeasibleError, "capacity of L0 conflict: the tile limits on p at L0 need at least 2, but at "
+                                      "most 1 fits its 4 words with every other tile at its smallest"),
     # with room for p = 3 once r and u are split (I 3 + W 1 + O 3 <= 8), the family's emptiness is said as such.
-    (8, ("p", 3, 4), NoScheduleInFamily, "no schedule in the searched family: the tile limit on p at L0 (at least 3) "
-                                         "is above the largest p tile that L0 (8 words) can hold, 1 with r, u held whole"),
+    (8, ("p", 3, 4), NoScheduleInFamily, "no schedule in the searched family: capacity of L0 conflict: the tile "
+                                         "limits on p at L0 need at least 3, but at most 1 fits its 8 words"),
 ])
 def test_an_empty_family_before_the_search_says_infeasible_only_under_the_contract(
         monkeypatch, capacity, limit, error, message) -> None:

@@ -204,6 +204,25 @@ def test_fused_at_l0_intermediate_counted_whole_in_l0_prefilter() -> None:
     assert bff.key_of(o.schedule.predicted) == brute.value
 
 
+def test_shared_loops_of_one_trip_ordered_alike_in_every_stage() -> None:
+    """Regression: a bug the brute force found in mapsearch/model/order.py (fixed).
+
+    Single-trip loops are put outermost "in dimension order", and the stages' outer loops are
+    tied. Here stage 0 lists its dimensions k, p and stage 1 (``Y[j,p] += T[k,p] * V[j,k]``)
+    p, k: with both whole at L1 the two canonical orders contradicted each other, so every
+    schedule with one trip of k and of p at L1 was lost, and the solver reported (45, 63) as
+    optimal. The brute force's optimum keeps everything whole (36 clocks, 54 words).
+    """
+    g = WorkloadGraph.from_texts("kp", ["T[k,p] += I[p,r] * W[k,r]", "Y[j,p] += T[k,p] * V[j,k]"],
+                                 {"k": 3, "p": 3, "r": 2, "j": 1})
+    a = arch([None, None, None], [None, Link(), Link()])
+    brute = bff.brute_force_fused(g, a, 1)
+    assert brute.value == (36, 54)
+    o = solve_fused(g, a, {}, 1, options())
+    assert bff.key_of(o.schedule.predicted) == brute.value
+    assert differences(o.schedule.predicted, replay(o.schedule, mode="count").figures) == []
+
+
 if __name__ == "__main__":
     first = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 20

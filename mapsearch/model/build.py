@@ -83,7 +83,6 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if not _admit_a_chain(extent, bounds):
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
-        fit = None
         if d in pinned:
             _check_held_whole_limits(p, d, extent, bounds, held_whole)
         else:

@@ -22,13 +22,15 @@ from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
+from mapsearch.model.overflow import contract_overflow
 from mapsearch.model.placement import add_placements
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
 from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
-from mapsearch.model.windows import Window, held_whole_restriction, prune_window_chains, split_windows
+from mapsearch.model.window_pruning import prune_window_chains
+from mapsearch.model.windows import Window, find_windows, held_whole_restriction, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.model.options import SolveOptions
@@ -78,8 +80,11 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if p.fusion_level is not None and d not in p.shared_dims:
             for j in range(1, p.fusion_level + 1):
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
+        if not _admit_a_chain(extent, bounds):
+            raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
+                                  ("user tile limits",))
         if d in pinned:
-            _check_held_whole_limits(d, extent, bounds, arch, held_whole)
+            _check_held_whole_limits(p, d, extent, bounds, held_whole)
         else:
             lo, hi = bounds[J - 1]
             fit = _innermost_fit(p, d, pinned, windows)
@@ -105,15 +110,33 @@ def dimension_chains(p: Problem, constraints: Constraints,
     return out, pinned
 
 
-def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]], arch, why: str | None) -> None:
+def _admit_a_chain(extent: int, bounds: list[tuple[int, int]]) -> bool:
+    """Some chain ``extent >= T_1 >= ... >= T_J >= 1`` meets the limits ``bounds[j-1] = (lo, hi)`` on ``T_j``.
+
+    Taking each ``T_j`` as large as the limits and its parent allow leaves
+    the most room below, so the chain exists iff that greedy one meets every
+    lower limit.
+    """
+    parent = extent
+    for lo, hi in bounds:
+        parent = min(parent, hi)
+        if parent < max(lo, 1):
+            return False
+    return True
+
+
+def _check_held_whole_limits(p: Problem, d: str, extent: int, bounds: list[tuple[int, int]], why: str | None) -> None:
     """A dimension held whole has its extent at every level: user tile limits that exclude it cannot be met.
 
     Extent-1 dimensions have no other tile, so that is a real conflict. A
     window dimension held whole (``why``: split_windows' reason) is
     a restriction of the searched family, so the error says so rather than
-    "infeasible" (a split tile might meet the limit). Silently replacing the
-    user's limit by the whole extent would report a schedule the user ruled out.
+    "infeasible" (a split tile might meet the limit; the limits admit a
+    chain, checked before), unless no schedule of the contract fits
+    (:func:`_outside_the_family`). Silently replacing the user's limit by
+    the whole extent would report a schedule the user ruled out.
     """
+    arch = p.architecture
     for j, (lo, hi) in enumerate(bounds, start=1):
         if lo <= extent <= hi:
             continue
@@ -121,10 +144,20 @@ def _check_held_whole_limits(d: str, extent: int, bounds: list[tuple[int, int]],
                 f"at which {d} is held")
         if extent == 1:
             raise InfeasibleError(what, ("user tile limits",))
-        restriction = held_whole_restriction([d], why)
-        raise NoScheduleInFamily(f"no schedule in the searched family: {what} whole; the family was restricted "
-                                 f"({restriction}), so a legal schedule outside it may exist",
-                                 ("user tile limits",), (restriction,))
+        raise _outside_the_family(p, f"{what} whole", [d], why)
+
+
+def _outside_the_family(p: Problem, what: str, held: list[str], why: str | None,
+                        core: tuple[str, ...] = ("user tile limits",)) -> InfeasibleError:
+    """The error when the searched family, with ``held`` dimensions held whole, has no schedule before any search:
+    infeasible where no schedule of the contract fits (model/overflow.contract_overflow), else
+    "no schedule in the searched family" naming the restriction."""
+    overflow = contract_overflow(p)
+    if overflow is not None:
+        return overflow
+    restriction = held_whole_restriction(held, why)
+    return NoScheduleInFamily(f"no schedule in the searched family: {what}; the family was restricted "
+                              f"({restriction}), so a legal schedule outside it may exist", core, (restriction,))
 
 
 def _innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[str],
@@ -132,24 +165,28 @@ def _innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset
     """``d``'s innermost tile must be at least ``lo`` but at most ``fit`` fits there (``_innermost_fit``).
 
     Infeasible, unless dimensions held whole (``pinned``, a restriction of
-    the family: ``why``) took part of the room: then no schedule in the
-    searched family.
+    the family: ``why``) took part of the room: then the fit with every
+    window split, which holds for every schedule of the contract, decides,
+    and where ``lo`` is within it, no schedule in the searched family
+    (:func:`_outside_the_family`).
     """
     J = p.depth
+    w = p.workload
     name = p.architecture.levels[J].name
-    if p.fusion_level == J and d not in p.shared_dims and lo == p.workload.extent[d]:
+    if p.fusion_level == J and d not in p.shared_dims and lo == w.extent[d]:
         need = f"{d} is whole ({lo}) at {name}, the fusion level (the outer nest does not tile it)"
     else:
         need = f"the tile limits on {d} at {name} need at least {lo}"
+    held = sorted(e for e in pinned if w.extent[e] > 1)
+    if held:
+        fit_all = _innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1), find_windows(w))
+        if lo > fit_all:
+            held, fit = [], fit_all
     what = (f"capacity of {name} conflict: {need}, but at most {fit} fits its {p.architecture.levels[J].capacity} "
             f"words with every other tile at its smallest")
-    held = sorted(e for e in pinned if p.workload.extent[e] > 1)
     if not held:
         return InfeasibleError(what, (f"capacity of {name}",))
-    restriction = held_whole_restriction(held, why)
-    return NoScheduleInFamily(f"no schedule in the searched family: {what}; the family was restricted "
-                              f"({restriction}), so a legal schedule outside it may exist",
-                              (f"capacity of {name}",), (restriction,))
+    return _outside_the_family(p, what, held, why, (f"capacity of {name}",))
 
 
 def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:

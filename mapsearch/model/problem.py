@@ -1,13 +1,14 @@
 """What the CP-SAT encoding is given, and the per-dimension facts it derives.
 
 The encoding covers one einsum whose tensor axes are a single dimension, a
-*window* over two dimensions that are both split (``I[p*s + r*t]``, counted
-exactly with its coincidences by model/windows.py), or an affine sum in which
-only one dimension is split below the top (the *carrier*, the dimension of
-largest extent) while the others are *pinned* whole at every level. Pinning
-applies to axes over three or more dimensions, and to every window where
-windows are not split (measures other than words); the result names it as a
-family restriction (model/family.py).
+*window* over two or more dimensions that are all split (``I[p*s + r*t]``,
+``I[p + r + u]``, counted exactly with its coincidences by model/windows.py),
+or an affine sum in which only one dimension is split below the top (the
+*carrier*, the dimension of largest extent) while the others are *pinned*
+whole at every level. Pinning applies to every window where windows are not
+split (measures other than words), and to axes over three or more dimensions
+under a spatial fanout or over their joint table's limit; the result names
+it as a family restriction (model/family.py).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def check_supported(p: Problem) -> None:
 
 def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:
     """Dimensions held whole at every level: extent-1 dims, and the non-carriers of affine axes
-    that are not split windows (``split``: ``(tensor, its two dims)`` per window, model/windows.py)."""
+    that are not split windows (``split``: ``(tensor, its dims)`` per window, model/windows.py)."""
     ext = w.extent
     pinned = {d for d, e in w.extents if e == 1}
     for t in w.tensors:

@@ -158,16 +158,19 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     def axis(a, per_dim) -> Q:
         """One axis's factor from a per-dimension quantity ``per_dim(d, footprint)``.
 
-        A split window ``s*p + t*r`` sums ``s(x-1) + t(y-1) + 1`` over pairs of
-        pieces: ``s*X_p*U_r + t*U_p*X_r + (1-s-t)*U_p*U_r`` with ``X`` the
-        quantity over extents and ``U`` over counts (one per piece).
+        A split window ``sum_g c_g d_g`` sums ``sum_g c_g (x_g - 1) + 1`` over
+        tuples of pieces: ``sum_g c_g X_g prod_{h != g} U_h + (1 - sum_g c_g)
+        prod_g U_g`` with ``X`` the quantity over extents and ``U`` over counts
+        (one per piece); ``s*X_p*U_r + t*U_p*X_r + (1-s-t)*U_p*U_r`` for two.
         """
         if isinstance(a, str):
             return per_dim(a, fp[a])
-        (p, r), (cs, ct) = a.dims, a.coeffs
-        xp, up, xr, ur = per_dim(p, (1, 0)), per_dim(p, UNIT), per_dim(r, (1, 0)), per_dim(r, UNIT)
-        terms = [(cs, enc.product([xp, ur], f"win_{tensor}_L{i}")), (ct, enc.product([up, xr], f"win_{tensor}_L{i}")),
-                 (1 - cs - ct, enc.product([up, ur], f"win_{tensor}_L{i}"))]
+        x, u = {}, {}
+        for d in a.dims:
+            x[d], u[d] = per_dim(d, (1, 0)), per_dim(d, UNIT)
+        terms = [(c, enc.product([x[g] if h == g else u[h] for h in a.dims], f"win_{tensor}_L{i}"))
+                 for g, c in zip(a.dims, a.coeffs)]
+        terms.append((1 - sum(a.coeffs), enc.product([u[h] for h in a.dims], f"win_{tensor}_L{i}")))
         return enc.linear(terms, floor=0)
 
     def counts_around(e: str, j: int, skip: str | None = None) -> list[Q]:
@@ -228,11 +231,11 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                   out: dict, first_loop_level: int) -> list[Q]:
     """Steps where a window dimension's loop advances and the buffer's region stays (model/windows.py).
 
-    For window ``(p, r)`` and the loop of ``e`` in it at level ``j``: the
-    coincidences of the pair of chains (the other's context is its level-``j``
-    piece when its loop is outer to ``e``'s there, else its level-``(j-1)``
-    piece; each dimension's pieces are the buffer's level ``i``, or ``i-1``
-    where its level-``i`` loop is inside the buffer), times every other
+    For a window and the loop of its dimension ``e`` at level ``j``: the
+    coincidences of the chosen chains (each other dimension's context is its
+    level-``j`` piece when its loop is outer to ``e``'s there, else its
+    level-``(j-1)`` piece; each dimension's pieces are the buffer's level
+    ``i``, or ``i-1`` where its level-``i`` loop is inside the buffer), times every other
     axis's still factor and every other dimension's contexts, as for the
     corrections of :func:`region_words`. At ``j = i`` only a loop outside
     the buffer moves its region. Loops above ``first_loop_level`` give no
@@ -271,25 +274,31 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     terms: list[Q] = []
     for win in windows:
         others = [a for a in axes if a is not win]
-        # The windowed tensor is indexed by both dimensions: their view entries are "rep" or "sum", never a literal.
+        # The windowed tensor is indexed by every window dimension: their views are "rep" or "sum", never a literal.
         summed = innermost is not None and any(views.get(d) is not None and views[d][innermost] == SUM for d in win.dims)
         for e in win.dims:
-            o = win.other(e)
             for j in range(first_loop_level, i + 1):
                 if j == i and out.get(e, True) is False:
                     continue  # e's level-i loop is inside the buffer: it moves nothing
 
-                def table(le: int, lo: int, e=e, o=o, j=j) -> Q:
-                    return pick(before(enc, j, o, e), lambda: coincidences(enc, win, e, j, le, lo, True, summed),
-                                lambda: coincidences(enc, win, e, j, le, lo, False, summed),
-                                f"coincide_{tensor}_{e}{j}_order")
+                def table(le: int, rest: tuple[str, ...], chosen: tuple = (), e=e, j=j) -> Q:
+                    """Picks, per other dimension ``g`` in turn, the buffer's level of its pieces, then whether
+                    its level-j loop is outer to e's: the table of those choices."""
+                    if not rest:
+                        return coincidences(enc, win, e, j, le, chosen, summed)
+                    g = rest[0]
 
-                def at(le: int, o=o, table=table) -> Q:
-                    return pick(out.get(o, True), lambda: table(le, i), lambda: table(le, i - 1),
-                                f"coincide_{tensor}_{o}_placed")
+                    def placed(lo: int) -> Q:
+                        return pick(before(enc, j, g, e), lambda: table(le, rest[1:], chosen + ((True, lo),)),
+                                    lambda: table(le, rest[1:], chosen + ((False, lo),)),
+                                    f"coincide_{tensor}_{e}{j}_order")
+                    return pick(out.get(g, True), lambda: placed(i), lambda: placed(i - 1),
+                                f"coincide_{tensor}_{g}_placed")
 
-                h = at(i) if j == i else pick(out.get(e, True), lambda at=at: at(i), lambda at=at: at(i - 1),
-                                              f"coincide_{tensor}_{e}_placed")
+                rest = win.others(e)
+                h = table(i, rest) if j == i else pick(out.get(e, True), lambda t=table, r=rest: t(i, r),
+                                                       lambda t=table, r=rest: t(i - 1, r),
+                                                       f"coincide_{tensor}_{e}_placed")
                 if h.is_const and int(h.expr) == 0:
                     continue
                 factors = [h] + [instances(d) for d in win.dims] + [axis(a, context_of(e, j)) for a in others] \

@@ -31,7 +31,8 @@ from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
 from mapsearch.solve.space import SearchSpace, search_space
 from mapsearch.spec.constraints import Constraints
-from mapsearch.solve.explain import contract_overflow, explain_infeasible
+from mapsearch.model.overflow import contract_overflow
+from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve import unsplit

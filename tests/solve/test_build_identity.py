@@ -42,7 +42,7 @@ from mapsearch.model.row_keys import distinct_rows, sorted_groups  # noqa: E402
 from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, _choice_counts, part_choices  # noqa: E402
 from mapsearch.model.spatial_views import digit_classes, expanded_pieces, Instance, all_view_tables  # noqa: E402
 from mapsearch.model.window_types import Tree, advance_types, context_types  # noqa: E402
-from mapsearch.model import windows  # noqa: E402
+from mapsearch.model import window_pruning, window_tables  # noqa: E402
 
 
 # --------------------------------------------------------------------------- references
@@ -332,14 +332,14 @@ def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents, spatial
     cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     assert not spatial or (cp.factors.max() > 1 and cr.factors.max() > 1)
-    for j, le, lo, outer in windows.table_variants(depth):
+    for j, le, lo, outer in window_tables.table_variants(depth):
         for a, b, sa, sb in ((cp, cr, 1, 1), (cr, cp, 1, 1), (cp, cr, 2, 1)):
-            assert np.array_equal(windows.coincidence_table(a, b, sa, sb, j, le, lo, outer),
+            assert np.array_equal(window_tables.coincidence_table(a, b, sa, sb, j, le, lo, outer),
                                   ref_coincidence_table(a, b, sa, sb, j, le, lo, outer))
             if spatial and spatial[-1][0] == depth:  # summed over L0's digits one by one, not per class
                 digits = range(spatial[-1][1])
                 want = sum(ref_coincidence_table(a, b, sa, sb, j, le, lo, outer, (qa, qb)) for qa in digits for qb in digits)
-                assert np.array_equal(windows.coincidence_table(a, b, sa, sb, j, le, lo, outer, summed=True), want)
+                assert np.array_equal(window_tables.coincidence_table(a, b, sa, sb, j, le, lo, outer, summed=True), want)
     cols = np.concatenate([ref_coincidence_table(cp, cr, 1, 1, j, le, lo, outer)
-                           for j, le, lo, outer in windows.table_variants(depth)], axis=1)
-    assert np.array_equal(windows._undominated(cp, cols), ref_window_undominated(cp, cols))
+                           for j, le, lo, outer in window_tables.table_variants(depth)], axis=1)
+    assert np.array_equal(window_pruning.undominated(cp, cols), ref_window_undominated(cp, cols))

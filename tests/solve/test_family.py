@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily
+from mapsearch.model import windows
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.replay import replay
@@ -33,13 +34,17 @@ def test_plain_matmul_is_optimal_over_the_whole_family() -> None:
     assert result.status == "OPTIMAL" and result.family_restrictions == ()
 
 
-def test_held_filter_window_is_named_and_status_says_in_family() -> None:
-    # An axis over three dimensions (I[p+r+u]) is split only along its largest one: the result names it.
+def test_held_filter_window_is_named_and_status_says_in_family(monkeypatch) -> None:
+    # An axis over three dimensions (I[p+r+u]) whose joint coincidence table is over the limit (here 0
+    # entries) is split only along its largest dimension: the result names it, with the table's size.
     # (With L0 = 16 the optimum meets the contract's floors and is OPTIMAL outright; 8 words do not.)
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
     result = solve(Problem(w, two_level(8)))
     assert result.status == "OPTIMAL_IN_FAMILY"
-    assert any(r.startswith("filter windows held whole: r, u") for r in result.family_restrictions)
+    assert result.family_restrictions == (
+        "filter windows held whole: r, u (the joint table of (p, r, u) would have 24 entries, over the limit of 0; "
+        "such an axis is split only along its largest dimension)",)
 
 
 def test_two_dimension_windows_are_split() -> None:
@@ -58,8 +63,10 @@ def test_two_dimension_windows_are_split() -> None:
     assert (result.schedule.predicted.time, result.schedule.predicted.words_total) == (24, 22)
 
 
-def test_empty_restricted_family_is_not_called_infeasible() -> None:
-    # I[p+r+u] with r = u = 3 held whole: W alone is 9 words > L0's 6, yet tiles of 1 fit in 3 words.
+def test_empty_restricted_family_is_not_called_infeasible(monkeypatch) -> None:
+    # I[p+r+u] with r = u = 3 held whole (the joint table over its limit): W alone is 9 words > L0's 6,
+    # yet tiles of 1 fit in 3 words.
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 3, "u": 3})
     with pytest.raises(NoScheduleInFamily) as info:
         solve(Problem(w, two_level(6)))
@@ -72,9 +79,12 @@ def test_empty_restricted_family_is_not_called_infeasible() -> None:
     assert dict(replay(legal, mode="count").figures.occupancy)["L0"] == 3
 
 
-def test_innermost_tile_limit_beyond_capacity_is_said_of_the_family_searched() -> None:
+def test_innermost_tile_limit_beyond_capacity_is_said_of_the_family_searched(monkeypatch) -> None:
     # A user's L0 tile of p >= 5 on a 6-word L0: p + r - 1 words of I, r of W, p of Z. Split windows:
-    # infeasible outright (11 words at least). I[p+r+u] with r, u held whole: only in the family.
+    # infeasible outright (11 words at least). I[p+r+u] likewise (p + r + u - 2 of I, 1 of W at least, p
+    # of O), split or held whole (r, u over the joint table's limit): no schedule of the contract fits, so
+    # the held family's emptiness is infeasibility (with room for p = 3 it is said of the family:
+    # test_an_empty_family_before_the_search_says_infeasible_only_under_the_contract).
     from mapsearch.spec.constraints import Constraints, TileLimit
 
     limit = Constraints(tiles=(TileLimit("L0", "p", 5, 6),))
@@ -84,9 +94,13 @@ def test_innermost_tile_limit_beyond_capacity_is_said_of_the_family_searched() -
     assert str(info.value) == ("capacity of L0 conflict: the tile limits on p at L0 need at least 5, but at most 2 "
                                "fits its 6 words with every other tile at its smallest")
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
-    with pytest.raises(NoScheduleInFamily) as held:
-        solve(Problem(w, two_level(6)), limit)
-    assert held.value.restrictions and held.value.restrictions[0].startswith("filter windows held whole: r, u")
+    for table_limit in (100_000, 0):
+        monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", table_limit)
+        with pytest.raises(InfeasibleError) as info:
+            solve(Problem(w, two_level(6)), limit)
+        assert not isinstance(info.value, NoScheduleInFamily)
+        assert str(info.value) == ("capacity of L0 conflict: the tile limits on p at L0 need at least 5, but at most "
+                                   "2 fits its 6 words with every other tile at its smallest")
 
 
 def test_truly_infeasible_stays_infeasible() -> None:
@@ -147,9 +161,45 @@ def test_a_restricted_optimum_that_meets_the_contract_floors_is_optimal() -> Non
     assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
 
 
-def test_a_restricted_optimum_at_the_floors_drops_its_restriction() -> None:
-    # The 3-dim axis case with room: 24 MACs, compulsory words only (Z 6 + I 8 + W 4 = 18), floors met.
+def test_a_restricted_optimum_at_the_floors_drops_its_restriction(monkeypatch) -> None:
+    # The 3-dim axis held whole, with room: 24 MACs, compulsory words only (Z 6 + I 8 + W 4 = 18), floors met.
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 6, "r": 2, "u": 2})
     result = solve(Problem(w, two_level(16)))
     assert [(p.name, p.value) for p in result.phases] == [("time", 24), ("words", 18)]
     assert result.status == "OPTIMAL" and result.family_restrictions == ()
+
+
+@pytest.mark.parametrize("capacity, limit, error, message", [
+    # r held whole at 2, a user limit r = 1 at L0: a legal schedule (r split) may exist outside the family...
+    (8, ("r", 1, 1), NoScheduleInFamily, "no schedule in the searched family: the tile limit on r at L0 (1..1) "
+                                         "excludes its extent 2, at which r is held whole; the family was restricted"),
+    # ...but not where one word of each operand overflows L0 under every schedule of the contract,
+    (2, ("r", 1, 1), InfeasibleError, "infeasible: capacity of L0 conflict: L0 holds 2 words but the smallest tiles "
+                                      "(I 1, W 1, O 1 words) need 3"),
+    # nor where the limit admits no tile at all,
+    (8, ("r", 5, 6), InfeasibleError, "the tile limits on r leave no legal tile extent (need 1 <= T <= parent <= 2)"),
+    # nor where p's least tile under the limit overflows L0 with r and u at 1 (I 2 + W 1 + O 2 > 4 words);
+    (4, ("p", 2, 4), InfeasibleError, "capacity of L0 conflict: the tile limits on p at L0 need at least 2, but at "
+                                      "most 1 fits its 4 words with every other tile at its smallest"),
+    # with room for p = 3 once r and u are split (I 3 + W 1 + O 3 <= 8), the family's emptiness is said as such.
+    (8, ("p", 3, 4), NoScheduleInFamily, "no schedule in the searched family: capacity of L0 conflict: the tile "
+                                         "limits on p at L0 need at least 3, but at most 1 fits its 8 words"),
+])
+def test_an_empty_family_before_the_search_says_infeasible_only_under_the_contract(
+        monkeypatch, capacity, limit, error, message) -> None:
+    """model/build.py finds some families empty before any search (a held dimension's tile limit, L0's room for a
+    limited tile): it says "infeasible" only where no schedule of the contract exists
+    (model/overflow.contract_overflow, the limits alone, L0's room with every window split)."""
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 0)  # I[p+r+u]'s r and u held whole
+    w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 2, "u": 2})
+    d, lo, hi = limit
+    with pytest.raises(InfeasibleError) as info:
+        solve(Problem(w, two_level(capacity)), Constraints(tiles=(TileLimit("L0", d, lo, hi),)))
+    assert type(info.value) is error and str(info.value).startswith(message)
+    if error is NoScheduleInFamily:  # and a schedule of the contract meets the limit
+        monkeypatch.setattr(windows, "JOINT_TABLE_LIMIT", 100_000)
+        result = solve(Problem(w, two_level(capacity)), Constraints(tiles=(TileLimit("L0", d, lo, hi),)))
+        assert result.status == "OPTIMAL" and lo <= result.schedule.levels[1].tile_extent(d) <= hi

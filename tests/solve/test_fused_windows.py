@@ -9,8 +9,10 @@
   on random such chains. Every returned schedule replays to its prediction, its status is
   OPTIMAL_IN_FAMILY naming only the restriction every fused search has (default buffer
   positions), never a window held whole; INFEASIBLE exactly when the brute force finds nothing.
-- Windows held whole in a fused stage (an axis over three dimensions) are named, and an empty
-  family is NO_SCHEDULE_IN_FAMILY, not INFEASIBLE: the brute force finds a schedule there.
+- Axes over three dimensions are split in a fused stage too, and equal the brute force (its own
+  filter, the intermediate as one of its filters, a shared dimension in it). Held whole (over their
+  joint table's limit) they are named, and an empty family is NO_SCHEDULE_IN_FAMILY, not
+  INFEASIBLE: the brute force finds a schedule there.
 
 Run ``python tests/solve/test_fused_windows.py [first_seed] [n_seeds]`` to sweep more seeds.
 """
@@ -179,19 +181,48 @@ def test_fast_brute_force_equals_direct_enumeration_on_conv() -> None:
 # --------------------------------------------------------------------------- held whole, named
 
 
-def test_three_dimension_axis_held_whole_is_named_and_not_infeasible() -> None:
-    """``I[p+r+u]``: r and u are held whole (named); W (9 words) cannot fit L0's 8 whole, so the searched
-    family is empty, which is NO_SCHEDULE_IN_FAMILY: the brute force finds a schedule with them split."""
+def test_three_dimension_axis_held_whole_is_named_and_not_infeasible(monkeypatch) -> None:
+    """``I[p+r+u]`` over its joint table's limit (here 0 entries; 6 chains each over two levels): r and u are
+    held whole (named); W (9 words) cannot fit L0's 8 whole, so the searched family is empty, which is NO_SCHEDULE_IN_FAMILY: the brute force
+    finds a schedule with them split, and so does the solver within the limit."""
+    from mapsearch.model import windows
+
     g = WorkloadGraph.from_texts("c3", ["T[p] += I[p+r+u] * W[r,u]", "Y[p] += T[p] * V[p]"], {"p": 3, "r": 3, "u": 3})
-    held = ("filter windows held whole: r, u (an axis over three or more dimensions: such an axis is split only "
-            "along its largest dimension)")
+    held = ("filter windows held whole: r, u (the joint table of (p, r, u) would have 216 entries, over the limit of "
+            "0; such an axis is split only along its largest dimension)")
     tight = arch([None, None, 8])
-    o = solve_fused(g, tight, {}, 1, options())
-    assert o.status == "NO_SCHEDULE_IN_FAMILY" and o.schedule is None
-    assert o.family_restrictions == (held,) and "a legal schedule outside it may exist" in o.reason
-    assert bff.brute_force_fused(g, tight, 1) is not None
-    roomy = solve_fused(g, arch([None, None, 20]), {}, 1, options())
-    assert roomy.status == "OPTIMAL_IN_FAMILY" and roomy.family_restrictions == (held, POSITIONS)
+    with monkeypatch.context() as patch:
+        patch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
+        o = solve_fused(g, tight, {}, 1, options())
+        assert o.status == "NO_SCHEDULE_IN_FAMILY" and o.schedule is None
+        assert o.family_restrictions == (held,) and "a legal schedule outside it may exist" in o.reason
+        roomy = solve_fused(g, arch([None, None, 20]), {}, 1, options())
+        assert roomy.status == "OPTIMAL_IN_FAMILY" and roomy.family_restrictions == (held, POSITIONS)
+    o, brute = check_level(g, tight, 1, "split")
+    assert brute.value == (48, 70)
+
+
+# Chains with an axis over three dimensions, split in the stage like any window (tests/solve/test_windows_joint.py
+# for one einsum): its own filter, the intermediate as one of its filters, a shared dimension in it.
+AXIS3_FORMS = [["T[p] += I[{s}*p+{t}*r+u] * W[r,u]", "Y[p] += T[p] * V[p]"],
+               ["T[p] += A[p,k] * B[k]", "Y[q] += J[{s}*q+{t}*p+u] * T[p] * V[u]"],
+               ["T[p,u] += I[{s}*p+{t}*r+u] * W[r]", "Y[p] += T[p,u] * V[u]"]]
+AXIS3_CASES = [  # (form, stride, dilation, extents, capacities), each checked at every fusion level
+    (0, 1, 1, {"p": 4, "r": 3, "u": 2}, [None, 20, 7]),
+    (0, 2, 1, {"p": 2, "r": 4, "u": 5}, [None, 8, 6]),
+    (1, 2, 1, {"p": 4, "k": 1, "q": 2, "u": 5}, [None, 5, 20]),
+    (1, 1, 2, {"p": 5, "k": 2, "q": 2, "u": 3}, [None, 7, None]),
+    (2, 1, 1, {"p": 2, "u": 4, "r": 2}, [None, 7, 7]),
+    (2, 1, 2, {"p": 3, "u": 2, "r": 3}, [None, 5, 14]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(AXIS3_CASES)))
+def test_three_dimension_axis_in_a_fused_stage_matches_brute_force(case: int) -> None:
+    form, s, t, ext, caps = AXIS3_CASES[case]
+    g, a = _graph(AXIS3_FORMS[form], ext, s, t), arch(caps)
+    found = [check_level(g, a, f, f"axis3 case {case}")[1] for f in range(1, a.depth)]
+    assert found[0] is not None  # a schedule at L1 at least: the check compared figures
 
 
 # --------------------------------------------------------------------------- random chains

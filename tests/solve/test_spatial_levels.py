@@ -190,6 +190,12 @@ def test_view_tables_equal_explicit_instance_trees(seed: int) -> None:
 def model_prediction(schedule, monkeypatch):
     """The figures the model predicts for ``schedule``: every chain row kept, the schedule's choices fixed
     (positions too: buffers above the mesh, docs/spatial.md "Buffer placement above the mesh")."""
+    return model_schedule(schedule, monkeypatch).predicted
+
+
+def model_schedule(schedule, monkeypatch):
+    """The model's schedule with ``schedule``'s tiles, parts, axes, orders, keeps and the positions of its
+    buffers above the mesh (every chain row kept), as decoded."""
     import mapsearch.model.build as build_module
     import mapsearch.model.chains as chains_module
     from ortools.sat.python import cp_model
@@ -252,7 +258,7 @@ def model_prediction(schedule, monkeypatch):
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     assert solver.solve(m) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    return decode(enc, solver).predicted
+    return decode(enc, solver)
 
 
 def test_a_remainder_parent_piece_idles_an_instance(monkeypatch) -> None:

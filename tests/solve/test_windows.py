@@ -25,7 +25,7 @@ import brute_force_wide as bw  # noqa: E402
 
 from mapsearch.model.chains import enumerate_chains  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
-from mapsearch.model.windows import coincidence_table  # noqa: E402
+from mapsearch.model.window_tables import coincidence_table  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
@@ -177,28 +177,36 @@ def test_issue_case_p4_r3_was_called_infeasible() -> None:
     assert data.data_ok and differences(f, data.figures) == []
 
 
-def test_three_dimension_axis_is_a_named_restriction() -> None:
-    # L0 = 8 words: the optimum (20 clocks, 20 words) is above the contract's floors (16 MACs, 14 words),
-    # so the restriction can matter and stays named (with 16 words the floors are met: OPTIMAL outright).
+def test_three_dimension_axis_is_split() -> None:
+    # Held whole (r and u at 2 at every level) the optimum was 20 clocks / 20 words; with every dimension
+    # of the axis split (tests/solve/test_windows_joint.py) the whole family's optimum, 18 / 18.
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 2, "u": 2})
     result = solve(Problem(w, arch([None, 8])))
-    assert result.status == "OPTIMAL_IN_FAMILY"
-    assert any(line.startswith("filter windows held whole: r, u") for line in result.family_restrictions)
-    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+    f = result.schedule.predicted
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert (f.time, f.words_total) == (18, 18) == bw.brute_force(w, arch([None, 8])).value
+    assert differences(f, replay(result.schedule, mode="count").figures) == []
 
 
-def test_a_tile_limit_on_a_held_whole_dimension_is_not_overridden() -> None:
-    """r is held whole (a 3-dim axis): a user limit r <= 1 at L0 is not met by the family, and the error says so."""
+def test_a_tile_limit_on_a_held_whole_dimension_is_not_overridden(monkeypatch) -> None:
+    """r is held whole (a 3-dim axis whose joint table is over the limit): a user limit r <= 1 at L0 is not met
+    by the family, and the error says so; with the axis split, the limit is met."""
     from mapsearch.errors import NoScheduleInFamily
+    from mapsearch.model import windows
     from mapsearch.spec.constraints import Constraints, TileLimit
 
     w = Workload.from_text("c3", "O[p] += I[p+r+u] * W[r,u]", {"p": 4, "r": 2, "u": 2})
-    with pytest.raises(NoScheduleInFamily, match="tile limit on r at L0 .1..1. excludes its extent 2") as e:
-        solve(Problem(w, arch([None, 8])), Constraints(tiles=(TileLimit("L0", "r", 1, 1),)))
-    assert e.value.restrictions[0].startswith("filter windows held whole: r")
-    # A limit the whole extent meets is kept, and the schedule holds r whole at L0.
-    result = solve(Problem(w, arch([None, 8])), Constraints(tiles=(TileLimit("L0", "r", 2, 2),)))
-    assert result.status == "OPTIMAL_IN_FAMILY"
+    limit = Constraints(tiles=(TileLimit("L0", "r", 1, 1),))
+    with monkeypatch.context() as patch:
+        patch.setattr(windows, "JOINT_TABLE_LIMIT", 0)
+        with pytest.raises(NoScheduleInFamily, match="tile limit on r at L0 .1..1. excludes its extent 2") as e:
+            solve(Problem(w, arch([None, 8])), limit)
+        assert e.value.restrictions[0].startswith("filter windows held whole: r")
+        # A limit the whole extent meets is kept, and the schedule holds r whole at L0.
+        result = solve(Problem(w, arch([None, 8])), Constraints(tiles=(TileLimit("L0", "r", 2, 2),)))
+        assert result.status == "OPTIMAL_IN_FAMILY"
+    result = solve(Problem(w, arch([None, 8])), limit)
+    assert result.status == "OPTIMAL" and result.schedule.levels[1].tile_extent("r") == 1
 
 
 def test_pruned_window_chains_keep_the_optimum() -> None:

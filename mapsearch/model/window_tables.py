@@ -1,0 +1,248 @@
+r"""The coincidence tables of split filter windows, over every combination of their dimensions' chains.
+
+A window's axis ``h = sum_g c_g * d_g`` holds, for pieces ``x_g`` of its
+dimensions, the interval of ``sum_g c_g (x_g - 1) + 1`` words starting at
+``sum_g c_g * d_g0``. When the level-``j`` loop of one of them, ``e``,
+advances, ``e``'s piece goes from its last level-``le`` piece inside the
+piece ``a`` it leaves (``x_b``) to its first inside the next piece ``a'``
+(``x_a``), the start moving by ``gap`` (``x_b`` without a split), while
+the loops inside ``e``'s of every other dimension ``g`` go from their last
+(``y_b``) to their first (``y_a``) piece inside ``g``'s context piece
+(``reach``: from the start of that first piece to the end of that last
+one, ``|c|`` without a split). The interval is unchanged, a *coincidence*
+(docs/solver.md, "Split filter windows"), iff
+
+    c_e * gap = sum_g c_g * (reach_g - y_b,g)                 (same start)
+    c_e * x_b + sum_g c_g * y_b,g = c_e * x_a + sum_g c_g * y_a,g   (same length)
+
+A table entry sums, over the advance types of ``e``'s chain and the context
+types of the others' (model/window_types.py), ``count * [coincidence] *
+(c_e (x_a - 1) + sum_g c_g (y_a,g - 1) + 1)``. With two dimensions it is
+:func:`coincidence_table` (pairs of chains); with more, :func:`joint_table`
+folds the other dimensions into one *composite* context of the same form
+(:func:`_composite`), so one kernel (:func:`_kernel`) serves both.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from mapsearch.budget import checkpoint
+from mapsearch.model.chains import DimChains
+from mapsearch.model.row_keys import distinct_rows
+from mapsearch.model.window_types import advance_types, context_types, instance_classes
+
+# Entries of the (rows, columns, type, type) block computed at once.
+_BLOCK = 1 << 24
+
+
+def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                      other_outer: bool, memo: dict | None = None, summed: bool = False) -> np.ndarray:
+    """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
+
+    Rows: chains of the advancing dimension; columns: chains of the other.
+    ``le``, ``lo``: the levels whose pieces the buffer holds along each
+    (its level, or the one above where that dimension's loop is inside the
+    buffer); ``other_outer``: the other's level-``j`` loop is outer to the
+    advancing one, so its context is its level-``j`` piece (else its
+    level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
+    kept across calls on the same chains (:func:`_distinct_types`).
+
+    Chains split over mesh axes: instance 0's coincidences, or with
+    ``summed`` those of every instance of the innermost level's split
+    (one per class of digits, weighed by the class sizes of both
+    dimensions: window_types.instance_classes).
+    """
+    memo = {} if memo is None else memo
+    if not summed:
+        table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+        return table[row_of][:, col_of]
+    (_, sizes_a), (_, sizes_o) = _instances(memo, advancing), _instances(memo, other)
+    out = np.zeros((len(advancing), len(other)), dtype=np.int64)
+    for a in range(sizes_a.shape[1]):
+        for o in range(sizes_o.shape[1]):
+            table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
+            out += sizes_a[:, a, None] * sizes_o[None, :, o] * table[row_of][:, col_of]
+    return out
+
+
+def _instances(memo: dict, ch: DimChains):
+    """window_types.instance_classes of ``ch``, once per chains (``memo`` keeps them with the chains)."""
+    key = (id(ch), "instances")
+    if key not in memo:
+        memo[key] = (ch, instance_classes(ch))
+    return memo[key][1]
+
+
+def type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+               other_outer: bool, memo: dict | None, which: tuple[int, int] = (0, 0)
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``.
+
+    ``which``: the instance of each dimension (:func:`_instances`; 0 is instance 0)."""
+    memo = {} if memo is None else memo
+    advance, row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
+    context, col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo, which[1])
+    return _kernel(advance, context, se, so, f"{len(advancing):,} x {len(other):,}"), row_of, col_of
+
+
+def _kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:
+    """``table[row, col] = sum over types of m * n * [coincidence] * words``, one row per advance row, one
+    column per context row: ``se * gap == so * (reach - y_b)`` and ``se * x_b + so * y_b == se * x_a + so * y_a``,
+    words ``se * (x_a - 1) + so * (y_a - 1) + 1`` (module docstring; a composite context has ``so = 1``)."""
+    xb, xa, m, gap = advance
+    c, yb, ya, n = context
+    rows, cols = xb.shape[0], c.shape[0]
+    out = np.zeros((rows, cols), dtype=np.int64)
+    per_row = max(1, cols * xb.shape[1] * c.shape[1])
+    step = max(1, _BLOCK // per_row)
+    for lo_row in range(0, rows, step):
+        checkpoint(f"tabling the coincidences of {what} window chains")
+        sl = slice(lo_row, lo_row + step)
+        XB, XA, M, G = xb[sl, None, :, None], xa[sl, None, :, None], m[sl, None, :, None], gap[sl, None, :, None]
+        C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
+        same_start = se * G == so * (C - YB)
+        same_length = se * XB + so * YB == se * XA + so * YA
+        words = se * (XA - 1) + so * (YA - 1) + 1
+        out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
+    return out
+
+
+def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int, which: int = 0):
+    """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
+    (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them. A chain
+    split over mesh axes has the types of its instance ``which`` (:func:`_instances`).
+
+    A coincidence reads its row's and its column's types alone, and
+    thousands of chains share a few hundred types, so the table is computed
+    on those; the types of one dimension's chains recur in every variant
+    and direction, so ``memo`` keeps them (with the chains, whose ``id`` is
+    the key).
+    """
+    key = (id(ch), kind, level_from, level_to, which)
+    if key not in memo:
+        parts = ch.parts_by_level()
+        tree = _instances(memo, ch)[0][which]
+        if kind == "advance":
+            xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
+            types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])
+        else:
+            c, yb, ya, n = context_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
+            types = [c * (n > 0), yb * (n > 0), ya * (n > 0), n]
+        first, inverse = distinct_rows(types)
+        distinct = [t[first] for t in types]
+        if kind == "advance" and not parts:
+            distinct.append(distinct[0])  # the gap of a tree without parts is x_b
+        memo[key] = (ch, distinct, inverse)
+    return memo[key][1:]
+
+
+def table_variants(depth: int) -> list[tuple[int, int, int, bool]]:
+    """Every ``(j, le, lo, other_outer)`` a model over ``depth`` levels below the top may read.
+
+    A buffer at level ``i`` (the anchor of its cut) holds each dimension's
+    level-``i`` or level-``(i-1)`` pieces, so ``le`` and ``lo`` differ by at
+    most one; variants whose other context is the same piece are listed once.
+    """
+    out: dict[tuple[int, int, int, int], bool] = {}
+    for le in range(1, depth + 1):
+        for lo in range(le - 1, min(depth, le + 1) + 1):
+            for j in range(1, le + 1):
+                for outer in (False, True):
+                    out.setdefault((j, le, lo, min(j if outer else j - 1, lo)), outer)
+    return [(j, le, lo, outer) for (j, le, lo, _), outer in sorted(out.items())]
+
+
+# --------------------------------------------------------------------------- three or more dimensions
+
+def joint_table(advancing: DimChains, coeff: int, j: int, le: int,
+                others: list[tuple[DimChains, int, int, int]], memo: dict | None = None) -> np.ndarray:
+    """Coincidences of ``advancing``'s level-``j`` loop on an axis over three or more dimensions, weighted by
+    the interval's words: one entry per combination of chains, axes in the order ``advancing``, ``others``.
+
+    ``coeff``: the advancing dimension's coefficient; ``le``: the level
+    whose pieces the buffer holds along it. ``others``: per other dimension
+    ``g`` of the axis ``(chains, coefficient, context level, pieces level)``:
+    the loops of ``g`` inside the advancing one reset inside ``g``'s
+    context piece (its level-``j`` piece when its level-``j`` loop is outer
+    to the advancing one, else its level-``(j-1)`` piece, no deeper than
+    the pieces level), down to the buffer's pieces of ``g``. Chains without
+    spatial splits only (a mesh holds such an axis whole: model/windows.py).
+    """
+    table, row_ofs = joint_type_table(advancing, coeff, j, le, others, memo)
+    for axis, row_of in enumerate(row_ofs):
+        table = np.take(table, row_of, axis=axis)
+    return table
+
+
+def joint_type_table(advancing: DimChains, coeff: int, j: int, le: int,
+                     others: list[tuple[DimChains, int, int, int]], memo: dict | None = None
+                     ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """:func:`joint_table` on each dimension's distinct types: ``(table, row_ofs)``, the table over chains is
+    ``table`` indexed along each axis by that dimension's ``row_ofs`` entry."""
+    memo = {} if memo is None else memo
+    advance, row_of = _distinct_types(memo, advancing, "advance", j, le)
+    contexts, row_ofs = [], [row_of]
+    for ch, _, k, lo in others:
+        context, col_of = _distinct_types(memo, ch, "context", k, lo)
+        contexts.append(context)
+        row_ofs.append(col_of)
+    composite = _composite(contexts, [c for _, c, _, _ in others])
+    shape = [len(advancing)] + [len(ch) for ch, _, _, _ in others]
+    table = _kernel(advance, composite, coeff, 1, " x ".join(f"{n:,}" for n in shape))
+    return table.reshape([table.shape[0]] + [c[0].shape[0] for c in contexts]), row_ofs
+
+
+def joint_variants(depth: int, others: int) -> list[tuple[int, int, tuple[tuple[bool, int], ...]]]:
+    """Every ``(j, le, ((outer, lo) per other dimension))`` a model over ``depth`` levels below the top may
+    read for an axis over ``others + 1`` dimensions (model/traffic.py, ``_coincidences``).
+
+    A buffer at level ``i`` holds each dimension's level-``i`` or
+    level-``(i-1)`` pieces, the advancing one's level-``i`` pieces when its
+    level-``j = i`` loop moves the buffer; variants whose context pieces are
+    the same are listed once.
+    """
+    out: dict[tuple, tuple[int, int, tuple[tuple[bool, int], ...]]] = {}
+    for i in range(1, depth + 1):
+        for j in range(1, i + 1):
+            for le in ((i,) if j == i else (i, i - 1)):
+                for los in itertools.product((i, i - 1), repeat=others):
+                    for outers in itertools.product((False, True), repeat=others):
+                        key = (j, le, tuple((lo, min(j if o else j - 1, lo)) for o, lo in zip(outers, los)))
+                        out.setdefault(key, (j, le, tuple(zip(outers, los))))
+    return [out[key] for key in sorted(out)]
+
+
+def _composite(contexts: list, coeffs: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The other dimensions' context types as one context of the kernel's form, with coefficient 1.
+
+    Rows: every combination of the dimensions' distinct rows (the first
+    dimension's slowest); types: every combination of their types. With
+    ``S = sum_g c_g (reach_g - y_b,g)``, ``B = sum_g c_g y_b,g``, ``A = sum_g
+    c_g y_a,g`` and ``u = sum_g c_g - 1`` the composite has ``y_b = B - u``,
+    ``y_a = A - u``, ``reach = S + y_b`` and count ``prod_g n_g``: then the
+    kernel's ``gap * c_e == reach - y_b`` is the same start, its ``x_b c_e
+    + y_b == x_a c_e + y_a`` the same length, and its words ``c_e (x_a - 1)
+    + y_a`` the interval's, ``c_e (x_a - 1) + sum_g c_g (y_a,g - 1) + 1``.
+    """
+    k = len(contexts)
+    shift = np.zeros((1,) * 2 * k, dtype=np.int64)
+    before = np.zeros_like(shift)
+    after = np.zeros_like(shift)
+    count = np.ones_like(shift)
+    for g, ((reach, yb, ya, n), c) in enumerate(zip(contexts, coeffs)):
+        shape = [1] * 2 * k
+        shape[g], shape[k + g] = reach.shape
+        shift = shift + c * (reach - yb).reshape(shape)
+        before = before + c * yb.reshape(shape)
+        after = after + c * ya.reshape(shape)
+        count = count * n.reshape(shape)
+    full = [ctx[0].shape[0] for ctx in contexts] + [ctx[0].shape[1] for ctx in contexts]
+    rows, types = int(np.prod(full[:k])), int(np.prod(full[k:]))
+    u = sum(coeffs) - 1
+    yb = np.broadcast_to(before - u, full).reshape(rows, types)
+    ya = np.broadcast_to(after - u, full).reshape(rows, types)
+    reach = np.broadcast_to(shift, full).reshape(rows, types) + yb
+    return reach, yb, ya, np.broadcast_to(count, full).reshape(rows, types)

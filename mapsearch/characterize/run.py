@@ -49,11 +49,12 @@ if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
 __all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
 
 LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
-              "case_id", "status", "gap", "time_gap", "macs", "time_clocks", "seconds", "compute_clocks", "utilization",
-              "words_total", "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum",
-              "extents")
-TOTAL_KEYS = ("model", "profile", "architecture", "layers", "einsum_layers", "distinct_shapes", "bandwidth_steps",
-              "fused_epilogues", "optimal", "feasible", "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
+              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "time_clocks", "seconds",
+              "compute_clocks", "utilization", "array_utilization", "mac_efficiency", "block_binding", "words_total",
+              "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum", "extents")
+TOTAL_KEYS = ("model", "profile", "architecture", "hardware", "stand_in_for", "layers", "einsum_layers",
+              "distinct_shapes", "bandwidth_steps", "fused_epilogues", "optimal", "optimal_in_family", "feasible",
+              "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
               "compute_clocks", "utilization", "peak_fraction", "words_total", "words_top", "links", "energy_pj",
               "energy_mac_pj", "energy_links_pj", "chain_pairs", "fused_pairs", "chain_saved_clocks",
               "chain_saved_words", "solve_seconds")
@@ -93,8 +94,10 @@ def _workload_doc(layer: Layer) -> tuple[str, dict[str, Any]]:
     return name, {"name": name, "einsum": layer.einsum, "extents": dict(layer.extents), "homes": {}}
 
 
-def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit: float, source: str = "characterize"):
-    """The distinct sweep cases and ``{(profile name, shape key): case}``."""
+def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit: float, source: str = "characterize",
+                work_limit: float | None = None):
+    """The distinct sweep cases and ``{(profile name, shape key): case}``; a ``work_limit`` (CP-SAT deterministic
+    seconds per phase) is part of each case, as in a sweep: it decides the result."""
     from mapsearch.sweep.spec import expand
 
     workloads: dict[str, tuple[str, dict]] = {}
@@ -105,7 +108,7 @@ def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit
     for profile in profiles:
         arch = (profile.architecture["name"], profile.architecture)
         for key, wl in workloads.items():
-            (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source)
+            (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source, work_limit)
             index[(profile.name, key)] = case
             if all(c.case_id != case.case_id for c in cases):
                 cases.append(case)
@@ -141,8 +144,8 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
         return row
     row["status"] = stored["status"]
     report = stored.get("report")
+    row["error"] = stored.get("error")  # why a layer has no schedule (TIMEOUT, INFEASIBLE, ERROR) or a mismatch
     if report is None or stored["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE", "MISMATCH"):
-        row["error"] = stored.get("error")
         return row
     links = {}
     energy = 0.0
@@ -159,7 +162,10 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
                seconds=clocks / profile.clock_hz, compute_clocks=_f(report.get("compute_time")),
                utilization=_f(report.get("utilization")), words_total=report.get("words_total"),
                words_top=links.get(profile.top_link, {}).get("words"), links=links, energy_pj=energy,
-               solve_seconds=stored.get("solve_seconds"))
+               solve_seconds=stored.get("solve_seconds"), array_utilization=_f(report.get("array_utilization")),
+               mac_efficiency=_f(report.get("mac_efficiency")),
+               family_restrictions="; ".join(report.get("family_restrictions") or ()) or None,
+               block_binding=", ".join(f"{r}={d}" for r, d in (report.get("block_binding") or {}).items()) or None)
     return row
 
 
@@ -184,7 +190,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
     fused = [c for c in chains if c["fused"]]
     return {
         "model": model, "profile": profile.name, "architecture": profile.architecture["name"],
-        "layers": len(rows), "einsum_layers": len(einsum_rows),
+        "hardware": profile.hardware, "stand_in_for": profile.stand_in_for, "layers": len(rows), "einsum_layers": len(einsum_rows),
         "distinct_shapes": len({r["shape_key"] for r in einsum_rows}),
         "bandwidth_steps": sum(r["status"] == "BANDWIDTH" for r in rows),
         "fused_epilogues": sum(r["status"] == "FUSED" for r in rows),
@@ -206,8 +212,8 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
 
 
 def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path, *, workers: int | None = None,
-                 scheduler: str | None = None, time_limit: float = 60.0, retry_failed: bool = False,
-                 fusion_decider: Callable | None = None, registry: Any = None,
+                 scheduler: str | None = None, time_limit: float = 60.0, work_limit: float | None = None,
+                 retry_failed: bool = False, fusion_decider: Callable | None = None, registry: Any = None,
                  progress: Callable | None = None, run: bool = True, chain_fusion: bool = True,
                  chain_progress: Callable | None = None) -> Characterization:
     """Solve and add up; writes ``DIR/results.sqlite`` and the sweep's exports (see :mod:`mapsearch.sweep`)."""
@@ -221,7 +227,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
 
         raise MapsearchError(f"profiles must have distinct names, got {', '.join(names)}")
     layers = lower_all(model.nodes, registry, fusion_decider)
-    cases, index = layer_cases(layers, profiles, time_limit, model.source)
+    cases, index = layer_cases(layers, profiles, time_limit, model.source, work_limit)
     out = Path(out_dir)
     outcome = None
     with ResultStore(out / DB_NAME) as store:
@@ -241,7 +247,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
             rows.append(_layer_row(model.name, profile, layer, case, got))
             if rows[-1]["status"] in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE") and got.get("report"):
                 exact[layer.name] = (Fraction(got["report"]["time"]), int(rows[-1]["words_total"]))
-        decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, time_limit,
+        decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, (time_limit, work_limit),
                                 run and outcome_ok(outcome), chain_progress)
         totals.append(_totals(model.name, profile, rows, layers, decided))
         layer_rows += rows
@@ -255,10 +261,11 @@ def outcome_ok(outcome: Any) -> bool:
 
 
 def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: list[dict[str, Any]],
-                  exact: dict[str, tuple[Fraction, int]], cache: ChainCache, out: Path, time_limit: float,
-                  solve: bool, progress: Callable | None) -> list[dict[str, Any]]:
-    """Solve each pair on ``profile`` (cached), decide (:func:`~mapsearch.characterize.chains.choose`) and
-    rewrite the rows of the fused pairs: the first carries the pair's figures, the second zeros."""
+                  exact: dict[str, tuple[Fraction, int]], cache: ChainCache, out: Path,
+                  limits: tuple[float, float | None], solve: bool, progress: Callable | None) -> list[dict[str, Any]]:
+    """Solve each pair on ``profile`` (cached) within ``limits`` (time, work), decide
+    (:func:`~mapsearch.characterize.chains.choose`) and rewrite the rows of the fused pairs: the first carries the
+    pair's figures, the second zeros."""
     by_name = {r["layer"]: r for r in rows}
     decisions, gains, records = [], {}, {}
     for pair in pairs:
@@ -266,13 +273,13 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
         if pair.first in exact and pair.second in exact:
             a, b = exact[pair.first], exact[pair.second]
             separate = (a[0] + b[0], a[1] + b[1])
-        rec = cache.get(pair, profile, time_limit)
+        rec = cache.get(pair, profile, *limits)
         if rec is None and solve and separate is not None and not stopped():
-            rec = solve_pair(pair, profile, time_limit, out / "chains")
+            rec = solve_pair(pair, profile, *limits, schedule_dir=out / "chains")
             if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
                 rec = None
             else:
-                cache.put(pair, profile, time_limit, rec)
+                cache.put(pair, profile, *limits, record=rec)
                 if progress is not None:
                     progress(profile, pair, rec)
         records[pair.first] = rec

@@ -49,7 +49,8 @@ if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
 __all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
 
 LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
-              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "time_clocks", "seconds",
+              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "executed_macs", "time_clocks",
+              "seconds",
               "compute_clocks", "utilization", "array_utilization", "mac_efficiency", "block_binding", "words_total",
               "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum", "extents")
 TOTAL_KEYS = ("model", "profile", "architecture", "hardware", "stand_in_for", "layers", "einsum_layers",
@@ -154,12 +155,13 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
         links[link["name"]] = {"words_down": link.get("words_down"), "words_up": link.get("words_up"),
                                "words": words, "time": _f(link.get("time"))}
         energy += words * profile.link_energy_pj.get(link["name"], 0.0)
-    executed = (report.get("op_calls") or 0) * profile.block_macs
+    # The op's MACs run, padding of a block op included (op calls x the bound block's MACs): what the MAC energy pays.
+    executed = (report.get("op_calls") or 0) * (report.get("block_macs") or profile.block_macs)
     energy += executed * profile.mac_energy_pj
     phases = report.get("phases") or []
     clocks = _f(report.get("time"))
     row.update(gap=report.get("gap"), time_gap=phases[0]["gap"] if phases else None, time_clocks=clocks,
-               seconds=clocks / profile.clock_hz, compute_clocks=_f(report.get("compute_time")),
+               seconds=clocks / profile.clock_hz, compute_clocks=_f(report.get("compute_time")), executed_macs=executed,
                utilization=_f(report.get("utilization")), words_total=report.get("words_total"),
                words_top=links.get(profile.top_link, {}).get("words"), links=links, energy_pj=energy,
                solve_seconds=stored.get("solve_seconds"), array_utilization=_f(report.get("array_utilization")),
@@ -182,7 +184,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
             links[name] = links.get(name, 0) + (link["words"] or 0)
     for r in rows:
         r["share"] = (r["time_clocks"] / time) if time and r["time_clocks"] is not None else None
-    energy_mac = sum((r["macs"] or 0) for r in solved if r["kind"] == "einsum") * profile.mac_energy_pj
+    energy_mac = sum(r["executed_macs"] or 0 for r in solved) * profile.mac_energy_pj
     energy = sum(r["energy_pj"] or 0 for r in solved)
     macs = sum(l.macs for l in layers)
     solve_seconds = {r["case_id"]: r.get("solve_seconds") or 0 for r in einsum_rows if r["case_id"]}
@@ -330,10 +332,11 @@ def _apply_pair(profile: Profile, first: dict[str, Any], second: dict[str, Any],
     compute = float(Fraction(rec["compute_time"]))
     links = {n: {**l, "time": float(Fraction(l["time"]))} for n, l in rec["links"].items()}
     energy = sum(l["words"] * profile.link_energy_pj.get(n, 0.0) for n, l in links.items())
-    energy += rec["op_calls"] * profile.block_macs * profile.mac_energy_pj
+    executed = rec["op_calls"] * profile.block_macs
+    energy += executed * profile.mac_energy_pj
     first.update(status=rec["status"], gap=rec.get("gap"), time_gap=rec.get("time_gap"), time_clocks=clocks,
-                 seconds=clocks / profile.clock_hz, compute_clocks=compute,
+                 seconds=clocks / profile.clock_hz, compute_clocks=compute, executed_macs=executed,
                  utilization=compute / clocks if clocks else None, words_total=rec["words"],
                  words_top=links.get(profile.top_link, {}).get("words", 0), links=links, energy_pj=energy)
     second.update(status=rec["status"], gap=None, time_gap=None, time_clocks=0.0, seconds=0.0, compute_clocks=0.0,
-                  utilization=None, words_total=0, words_top=0, links={}, energy_pj=0.0)
+                  executed_macs=0, utilization=None, words_total=0, words_top=0, links={}, energy_pj=0.0)

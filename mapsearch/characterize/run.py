@@ -46,7 +46,7 @@ from mapsearch.characterize.profiles import Profile
 if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
     import pandas
 
-__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
+__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases", "Refused"]
 
 LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
               "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "executed_macs", "time_clocks",
@@ -90,26 +90,49 @@ class Characterization:
         return pd.DataFrame(data, columns=list(dict.fromkeys([*keys, *(k for r in data for k in r)])))
 
 
-def _workload_doc(layer: Layer) -> tuple[str, dict[str, Any]]:
+def _workload_doc(layer: Layer, compute: Any) -> tuple[str, dict[str, Any]]:
+    """The workload solved for ``layer`` on an op ``compute``: its einsum, or, where the op is given in GEMM roles
+    and that einsum has no dimension for one of them (a GEMV: batch 1 leaves no ``m``), the one with the GEMM
+    dimensions of extent 1 kept (``Layer.gemm_einsum``): the op then runs padded on them, as the hardware does."""
+    from mapsearch.spec.block_roles import roles_problem
+    from mapsearch.spec.einsum_text import parse_einsum
+
+    einsum, extents = layer.einsum, layer.extents
+    if compute.block_roles and layer.gemm_einsum and roles_problem(parse_einsum(einsum), compute) is not None:
+        einsum, extents = layer.gemm_einsum, layer.gemm_extents
     name = f"{layer.op}-{layer.shape_key()}"
-    return name, {"name": name, "einsum": layer.einsum, "extents": dict(layer.extents), "homes": {}}
+    return name, {"name": name, "einsum": einsum, "extents": dict(extents), "homes": {}}
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A layer the solver cannot take on a profile (its figures pass the size guard, mapsearch/spec/limits.py):
+    no case is made; its row is an ERROR with this reason, and the other layers go on."""
+
+    reason: str
+    workload: dict[str, Any]
 
 
 def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit: float, source: str = "characterize",
                 work_limit: float | None = None):
-    """The distinct sweep cases and ``{(profile name, shape key): case}``; a ``work_limit`` (CP-SAT deterministic
-    seconds per phase) is part of each case, as in a sweep: it decides the result."""
+    """The distinct sweep cases and ``{(profile name, shape key): case or Refused}``; a ``work_limit`` (CP-SAT
+    deterministic seconds per phase) is part of each case, as in a sweep: it decides the result."""
+    from mapsearch.errors import SpecError
+    from mapsearch.spec.load import architecture_from_dict
     from mapsearch.sweep.spec import expand
 
-    workloads: dict[str, tuple[str, dict]] = {}
-    for layer in layers:
-        if layer.einsum is not None:
-            workloads.setdefault(layer.shape_key(), _workload_doc(layer))
+    shapes = {layer.shape_key(): layer for layer in layers if layer.einsum is not None}
     cases, index = [], {}
     for profile in profiles:
         arch = (profile.architecture["name"], profile.architecture)
-        for key, wl in workloads.items():
-            (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source, work_limit)
+        compute = architecture_from_dict(profile.architecture, profile.name).compute
+        for key, layer in shapes.items():
+            wl = _workload_doc(layer, compute)
+            try:
+                (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source, work_limit)
+            except SpecError as e:
+                index[(profile.name, key)] = Refused(f"SpecError: {' '.join(str(e).split())}", wl[1])
+                continue
             index[(profile.name, key)] = case
             if all(c.case_id != case.case_id for c in cases):
                 cases.append(case)
@@ -139,7 +162,12 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
                                              "words": words, "time": clocks}},
                    energy_pj=words * profile.link_energy_pj[profile.top_link])
         return row
-    row.update(shape_key=layer.shape_key(), case_id=case.case_id, einsum=layer.einsum, extents=dict(layer.extents))
+    if isinstance(case, Refused):
+        row.update(shape_key=layer.shape_key(), status="ERROR", error=case.reason, einsum=case.workload["einsum"],
+                   extents=case.workload["extents"])
+        return row
+    solved = case.content["workload"]  # the einsum this profile solves (GEMM dims of extent 1 kept for a block op)
+    row.update(shape_key=layer.shape_key(), case_id=case.case_id, einsum=solved["einsum"], extents=solved["extents"])
     if stored is None:
         row["status"] = "PENDING"
         return row
@@ -245,7 +273,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
         rows, exact = [], {}
         for layer in layers:
             case = index.get((profile.name, layer.shape_key())) if layer.einsum else None
-            got = stored.get(case.case_id) if case else None
+            got = stored.get(case.case_id) if case is not None and not isinstance(case, Refused) else None
             rows.append(_layer_row(model.name, profile, layer, case, got))
             if rows[-1]["status"] in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE") and got.get("report"):
                 exact[layer.name] = (Fraction(got["report"]["time"]), int(rows[-1]["words_total"]))

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> None:
     failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")]
     groups: dict[tuple, list] = {}
     for r in failed:  # one line per profile and distinct shape
-        groups.setdefault((r["profile"], r["case_id"]), []).append(r)
+        groups.setdefault((r["profile"], r["shape_key"]), []).append(r)
     for (profile, _), rs in groups.items():
         more = f" (and {len(rs) - 1} more of its shape)" if len(rs) > 1 else ""
         print(f"  {profile} {rs[0]['layer']}{more}: {rs[0]['status']} {rs[0].get('error') or ''}")

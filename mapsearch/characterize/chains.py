@@ -287,7 +287,8 @@ class ChainCache:
         text = f"{pair.key}|{arch}|time_limit={time_limit}{work}|workers=1|seed=0|replay=count"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def get(self, pair: Pair, profile: Any, time_limit: float, work_limit: float | None = None) -> dict[str, Any] | None:
+    def get(self, pair: Pair, profile: Any, time_limit: float,
+            work_limit: float | None = None) -> dict[str, Any] | None:
         return self.records.get(self.key(pair, profile, time_limit, work_limit))
 
     def put(self, pair: Pair, profile: Any, time_limit: float, work_limit: float | None = None, *,

@@ -49,10 +49,10 @@ if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
 __all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases", "Refused"]
 
 LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
-              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "executed_macs", "time_clocks",
-              "seconds",
-              "compute_clocks", "utilization", "array_utilization", "mac_efficiency", "block_binding", "words_total",
-              "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum", "extents")
+              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "executed_macs",
+              "time_clocks", "seconds", "compute_clocks", "utilization", "array_utilization", "mac_efficiency",
+              "block_binding", "words_total", "words_top", "links", "energy_pj", "share", "separate_clocks",
+              "separate_words", "einsum", "extents")
 TOTAL_KEYS = ("model", "profile", "architecture", "hardware", "stand_in_for", "layers", "einsum_layers",
               "distinct_shapes", "bandwidth_steps", "fused_epilogues", "optimal", "optimal_in_family", "feasible",
               "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
@@ -220,7 +220,8 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
     fused = [c for c in chains if c["fused"]]
     return {
         "model": model, "profile": profile.name, "architecture": profile.architecture["name"],
-        "hardware": profile.hardware, "stand_in_for": profile.stand_in_for, "layers": len(rows), "einsum_layers": len(einsum_rows),
+        "hardware": profile.hardware, "stand_in_for": profile.stand_in_for,
+        "layers": len(rows), "einsum_layers": len(einsum_rows),
         "distinct_shapes": len({r["shape_key"] for r in einsum_rows}),
         "bandwidth_steps": sum(r["status"] == "BANDWIDTH" for r in rows),
         "fused_epilogues": sum(r["status"] == "FUSED" for r in rows),

@@ -95,7 +95,7 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
         raise MapsearchError(f"out_dir: cannot create {out}: {e.strerror or e}") from None
     with DirectoryLock(out, "characterize"):  # one process per directory, as for a sweep
         result = characterize_layers(net, profs, out, workers=workers, scheduler=scheduler, time_limit=time_limit,
-                                     work_limit=work_limit, retry_failed=retry_failed, progress=progress, chain_fusion=chain_fusion,
-                                     chain_progress=chain_progress)
+                                     work_limit=work_limit, retry_failed=retry_failed, progress=progress,
+                                     chain_fusion=chain_fusion, chain_progress=chain_progress)
         result.tables.update(write_outputs(result, out))
     return result

@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> None:
         with api.Interruptible() as it:
             result = it.call(lambda: api.characterize(
                 model, profiles, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
-                work_limit=args.work_limit, retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion, on_start=started,
-                progress=progress, chain_progress=chain_progress))
+                work_limit=args.work_limit, retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion,
+                on_start=started, progress=progress, chain_progress=chain_progress))
     finally:
         bar["close"]()
     paths = dict(result.tables)

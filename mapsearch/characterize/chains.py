@@ -197,7 +197,8 @@ def _replay(schedules: Sequence[Any], mode: str = "count") -> str:
     return "ok"
 
 
-def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path | None = None) -> dict[str, Any]:
+def solve_pair(pair: Pair, profile: Any, time_limit: float, work_limit: float | None = None,
+               schedule_dir: Path | None = None) -> dict[str, Any]:
     """Solve ``pair`` on ``profile`` (:func:`mapsearch.solve.entry.solve_chain`, as :func:`mapsearch.api.solve_chain`);
     the record of its best option, whose schedules alone are replayed."""
     from mapsearch.errors import MapsearchError
@@ -211,8 +212,8 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, schedule_dir: Path |
                            "candidates": [], "replay": None, "schedule": None}
     try:
         arch = architecture_of(profile.architecture, source_name=profile.name)
-        result = solve_chain(pair.graph(), arch, options=SolveOptions(time_limit=time_limit, workers=1, seed=0),
-                             replay_mode=None)
+        options = SolveOptions(time_limit=time_limit, work_limit=work_limit, workers=1, seed=0)
+        result = solve_chain(pair.graph(), arch, options=options, replay_mode=None)
         rec["candidates"] = [[name, _plain(t), int(w)] for name, t, w in result.candidates()]
         best = result.best
     except MapsearchError as e:
@@ -280,16 +281,19 @@ class ChainCache:
                 self.records = {}
 
     @staticmethod
-    def key(pair: Pair, profile: Any, time_limit: float) -> str:
+    def key(pair: Pair, profile: Any, time_limit: float, work_limit: float | None = None) -> str:
         arch = json.dumps(profile.architecture, sort_keys=True, default=str)
-        text = f"{pair.key}|{arch}|time_limit={time_limit}|workers=1|seed=0|replay=count"
+        work = "" if work_limit is None else f"|work_limit={float(work_limit)}"
+        text = f"{pair.key}|{arch}|time_limit={time_limit}{work}|workers=1|seed=0|replay=count"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def get(self, pair: Pair, profile: Any, time_limit: float) -> dict[str, Any] | None:
-        return self.records.get(self.key(pair, profile, time_limit))
+    def get(self, pair: Pair, profile: Any, time_limit: float,
+            work_limit: float | None = None) -> dict[str, Any] | None:
+        return self.records.get(self.key(pair, profile, time_limit, work_limit))
 
-    def put(self, pair: Pair, profile: Any, time_limit: float, record: dict[str, Any]) -> None:
-        self.records[self.key(pair, profile, time_limit)] = record
+    def put(self, pair: Pair, profile: Any, time_limit: float, work_limit: float | None = None, *,
+            record: dict[str, Any]) -> None:
+        self.records[self.key(pair, profile, time_limit, work_limit)] = record
         if self.path is not None:
             from mapsearch.atomic import write_text_atomic
 

@@ -17,7 +17,11 @@ ever needed.
   channels / features; ``b`` batch, ``h`` a batch of matmuls (heads), ``p``
   output rows, ``r, s`` the filter window, ``g`` groups. A strided or
   dilated convolution reads ``X[k, p*S+r*D, m*S+s*D]`` (affine indices).
-  Dimensions of extent 1 are left out (a batch of 1 has no ``b``).
+  Dimensions of extent 1 are left out (a batch of 1 has no ``b``); the
+  layer also keeps the einsum with ``m``, ``n``, ``k`` of extent 1 kept
+  (``gemm_einsum``, where it differs: a GEMV at batch 1), which a profile
+  whose op is given in GEMM roles solves when the plain one has no
+  dimension for a role.
 - ``view`` operations (reshape, flatten, transpose, dropout in eval,
   identity) cost nothing and are dropped.
 - everything else (elementwise, activation, normalisation, pooling, softmax)
@@ -31,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from mapsearch.errors import MapsearchError
 
@@ -123,6 +127,11 @@ class Layer:
     fused_into: str | None = None  # the producer this epilogue is applied in place to
     pattern: str | None = None  # on a producer: the fused pattern that matched; on an epilogue: the same
     epilogues: list[str] = field(default_factory=list)
+    # The einsum with its GEMM dimensions (m, n, k) kept where their extent is 1, set only where that differs from
+    # ``einsum`` (a GEMV: batch 1 leaves no m): an op given in GEMM roles needs a dimension per role, and runs
+    # padded on a unit one, as the hardware does.
+    gemm_einsum: str | None = None
+    gemm_extents: dict[str, int] | None = None
 
     @property
     def macs(self) -> int:
@@ -151,26 +160,34 @@ class Layer:
 # --------------------------------------------------------------------------
 
 
-def _index_text(terms: Sequence[tuple[str, int]], extents: Mapping[str, int]) -> str | None:
-    kept = [(d, c) for d, c in terms if extents[d] > 1]
+GEMM_DIMS = ("m", "n", "k")  # the lowered names of the implicit-GEMM roles
+
+
+def _index_text(terms: Sequence[tuple[str, int]], extents: Mapping[str, int], keep: Collection[str]) -> str | None:
+    kept = [(d, c) for d, c in terms if extents[d] > 1 or d in keep]
     if not kept:
         return None
     return "+".join(d if c == 1 else f"{d}*{c}" for d, c in kept)
 
 
-def _einsum(out: tuple[str, list], ins: list[tuple[str, list]], extents: dict[str, int]) -> tuple[str, dict[str, int]]:
-    """``(text, extents)``; each tensor is (name, [index terms]); an index is a dim or a list of (dim, coeff)."""
+Access = tuple[str, list]  # a tensor and its index terms: each a dim or a list of (dim, coefficient)
+Lowered = tuple[Access, list[Access], dict[str, int]]  # output, inputs, extents
+
+
+def _einsum(out: Access, ins: list[Access], extents: dict[str, int],
+            keep: Collection[str] = ()) -> tuple[str, dict[str, int]]:
+    """``(text, extents)`` without the dimensions of extent 1, except those in ``keep``."""
 
     def access(name: str, indices: list) -> str:
         parts = []
         for ix in indices:
             terms = [(ix, 1)] if isinstance(ix, str) else ix
-            t = _index_text(terms, extents)
+            t = _index_text(terms, extents, keep)
             if t is not None:
                 parts.append(t)
         return f"{name}[{','.join(parts)}]"
 
-    used = {d for d, e in extents.items() if e > 1}
+    used = {d for d, e in extents.items() if e > 1 or d in keep}
     if not used:  # a 1x1x1 product: keep one dim so the einsum is well formed
         first = next(iter(extents))
         extents = {**extents, first: 1}
@@ -180,7 +197,7 @@ def _einsum(out: tuple[str, list], ins: list[tuple[str, list]], extents: dict[st
     return text, {d: e for d, e in extents.items() if d in used}
 
 
-def _lower_conv(node: Node) -> tuple[str, dict[str, int]]:
+def _lower_conv(node: Node) -> Lowered:
     x = node.inputs[0]
     y = node.output
     if len(x) not in (3, 4) or len(y) != len(x):
@@ -202,18 +219,18 @@ def _lower_conv(node: Node) -> tuple[str, dict[str, int]]:
     ext = {"b": B, "g": g, "n": K // g, "k": C // g, "p": P, "m": Q, "r": kernel[0], "s": kernel[1]}
     rows = [("p", stride[0]), ("r", dil[0])]
     cols = [("m", stride[1]), ("s", dil[1])]
-    return _einsum(("Y", ["b", "g", "n", "p", "m"]),
-                   [("X", ["b", "g", "k", rows, cols]), ("W", ["g", "n", "k", "r", "s"])], ext)
+    return (("Y", ["b", "g", "n", "p", "m"]), [("X", ["b", "g", "k", rows, cols]), ("W", ["g", "n", "k", "r", "s"])],
+            ext)
 
 
-def _lower_linear(node: Node) -> tuple[str, dict[str, int]]:
+def _lower_linear(node: Node) -> Lowered:
     x, y = node.inputs[0], node.output
     K, N = x[-1], y[-1]
     M = math.prod(x[:-1])
-    return _einsum(("Y", ["m", "n"]), [("X", ["m", "k"]), ("W", ["k", "n"])], {"m": M, "k": K, "n": N})
+    return ("Y", ["m", "n"]), [("X", ["m", "k"]), ("W", ["k", "n"])], {"m": M, "k": K, "n": N}
 
 
-def _lower_matmul(node: Node) -> tuple[str, dict[str, int]]:
+def _lower_matmul(node: Node) -> Lowered:
     """A matmul of two activations ``A[..., M, K] @ B[..., K, N]``: a batch ``h`` of GEMMs (attention's QK^T, AV)."""
     if len(node.inputs) != 2:
         raise MapsearchError(f"{node.name}: matmul: expected two activation inputs, got {len(node.inputs)}")
@@ -226,8 +243,7 @@ def _lower_matmul(node: Node) -> tuple[str, dict[str, int]]:
     if b[-2] != K:
         raise MapsearchError(f"{node.name}: matmul: inner extents differ: {a} @ {b}")
     H = math.prod(y[:-2])
-    return _einsum(("Y", ["h", "m", "n"]), [("A", ["h", "m", "k"]), ("B", ["h", "k", "n"])],
-                   {"h": H, "m": M, "k": K, "n": N})
+    return ("Y", ["h", "m", "n"]), [("A", ["h", "m", "k"]), ("B", ["h", "k", "n"])], {"h": H, "m": M, "k": K, "n": N}
 
 
 def lower(node: Node) -> Layer | None:
@@ -236,8 +252,13 @@ def lower(node: Node) -> Layer | None:
     if kind == "view":
         return None
     if kind == "einsum":
-        text, ext = {"conv": _lower_conv, "linear": _lower_linear, "matmul": _lower_matmul}[node.op](node)
-        return Layer(node.name, node.op, "einsum", einsum=text, extents=ext)
+        lowered = {"conv": _lower_conv, "linear": _lower_linear, "matmul": _lower_matmul}[node.op](node)
+        text, ext = _einsum(*lowered)
+        gemm_text, gemm_ext = _einsum(*lowered, keep=GEMM_DIMS)
+        if gemm_text == text:
+            gemm_text, gemm_ext = None, None
+        return Layer(node.name, node.op, "einsum", einsum=text, extents=ext, gemm_einsum=gemm_text,
+                     gemm_extents=gemm_ext)
     reads = sum(math.prod(s) for s in node.inputs)
     return Layer(node.name, node.op, kind, read_words=reads, write_words=math.prod(node.output))
 

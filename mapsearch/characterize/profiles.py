@@ -1,15 +1,24 @@
 """Architecture profiles: CPU, GPU, TPU and KPU, each an architecture plus clock, word size and energies.
 
+``cpu``, ``gpu`` and ``tpu`` are the presets ``cpu-core``, ``gpu-sm`` and
+``tpu-v4i-like`` as they are (register files, block ops, PE meshes); ``kpu``
+is a 32x32 PE mesh under a 64 MB tile memory. ``cpu-quick``, ``gpu-quick``,
+``tpu-quick`` and ``kpu-quick`` are quick stand-ins (a scalar MAC at the same
+peak, the levels that feed the array or block dropped): they solve faster
+and their figures leave that traffic and padding out; they say so
+(``stand_in_for``), and so does every report (:attr:`Profile.hardware`).
+
 A profile file (``profiles/<name>.yaml``, or any YAML file of this shape)::
 
     name: GPU
     clock_hz: 1.41e9            # to turn clocks into seconds
     word_bytes: 2
     preset: gpu-sm              # the preset it is built on (documentation)
-    architecture: {...}         # a flat architecture, as in an architecture file, or a preset name
+    architecture: gpu-sm        # a preset name, or a flat architecture as in an architecture file
     energy_pj:
-      links: {HBM->L2: 62, L2->SMEM: 25}   # per word crossing the link, either direction
-      mac: 6.5                  # per MAC the op executes (block MACs x op calls)
+      links: {HBM->L2: 62, L2->SMEM: 25, SMEM->registers: 5}   # per word crossing the link, either direction
+      mac: 1.5                  # per MAC the op executes (block MACs x op calls, padding included)
+    stand_in_for: null          # a quick stand-in names the profile it stands in for
     citations: [...]
 
 Energy of a solved layer: ``sum(words on a link x links[link]) + MACs
@@ -44,6 +53,7 @@ class Profile:
     preset: str | None = None
     citations: list[str] = field(default_factory=list)
     source: str = ""
+    stand_in_for: str | None = None  # a quick stand-in (scalar MAC, fewer levels) names the profile it stands for
 
     @property
     def links(self) -> list[str]:
@@ -64,16 +74,46 @@ class Profile:
 
     @property
     def block_macs(self) -> int:
-        block = (self.architecture.get("compute") or {}).get("block") or {}
-        out = 1
-        for v in block.values():
-            out *= int(v)
-        return out
+        """MACs of one op call: the block's, given by dimension or by GEMM role (1 for a scalar MAC)."""
+        compute = self.architecture.get("compute") or {}
+        block = compute.get("block") or compute.get("block_roles") or {}
+        return math.prod(int(v) for v in block.values())
+
+    @property
+    def compute_instances(self) -> int:
+        """The computes working in parallel: the product of every level's instances (mesh sizes)."""
+        return math.prod(_instances(level) for level in self.architecture["levels"])
 
     @property
     def peak_macs_per_clock(self) -> float:
         compute = self.architecture.get("compute") or {}
-        return self.block_macs / float(Fraction(str(compute.get("clocks_per_call", 1))))
+        per_call = float(Fraction(str(compute.get("clocks_per_call", 1))))
+        return self.compute_instances * self.block_macs / per_call
+
+    @property
+    def hardware(self) -> str:
+        """What the profile models, in one line: its levels (meshes as ``[x128 y128]``), then its op."""
+        levels = []
+        for level in self.architecture["levels"]:
+            mesh = level.get("mesh") or ([{"name": "x", "size": level["instances"]}] if level.get("instances", 1) > 1
+                                         else [])
+            cap = level.get("capacity")
+            size = "" if cap is None else f" {cap:,}"
+            axes = " [" + " ".join(f"{a['name']}{a['size']}" for a in mesh) + "]" if mesh else ""
+            levels.append(f"{level['name']}{size}{axes}")
+        compute = self.architecture.get("compute") or {}
+        roles = compute.get("block_roles")
+        block = roles or compute.get("block") or {}
+        shape = "x".join(f"{d}{v}" for d, v in block.items())
+        op = (f"block op {shape} by GEMM role" if roles else f"block op {shape}") if block else "scalar MAC"
+        per = compute.get("clocks_per_call", 1)
+        kind = f"quick stand-in for {self.stand_in_for}: " if self.stand_in_for else ""
+        return f"{kind}{' > '.join(levels)}; {op}, {per} clock/call; peak {self.peak_macs_per_clock:g} MACs/clock"
+
+
+def _instances(level: dict[str, Any]) -> int:
+    mesh = level.get("mesh")
+    return math.prod(int(a["size"]) for a in mesh) if mesh else int(level.get("instances", 1))
 
 
 def _number(value: object, source: str, field: str, expected: str, least: float | None) -> float:
@@ -132,7 +172,8 @@ def load_profile(name_or_path: str) -> Profile:
         raise SpecError(source, "word_bytes", "an int from 1 to 64", word_bytes)
     profile = Profile(str(data["name"]), arch_dict, _number(data["clock_hz"], source, "clock_hz", "Hz > 0", None),
                       word_bytes, links, _number(energy.get("mac", 0.0), source, "energy_pj.mac", "pJ >= 0", 0),
-                      data.get("preset"), list(data.get("citations") or []), source)
+                      data.get("preset"), list(data.get("citations") or []), source,
+                      None if data.get("stand_in_for") is None else str(data["stand_in_for"]))
     missing = [l for l in profile.links if l not in links]
     if missing:
         raise SpecError(source, "energy_pj.links", f"an energy for every link ({', '.join(profile.links)})",

@@ -43,7 +43,8 @@ def totals_table(totals: list[dict[str, Any]]) -> str:
               "solved", "time gap", "gap", "fused pairs"]
     body = []
     for t in totals:
-        solved = f"{t['optimal']} opt + {t['feasible']} feas" + (f", {t['failed']} FAILED" if t["failed"] else "")
+        solved = (f"{t['optimal']} opt + {t['optimal_in_family']} in-family + {t['feasible']} feas"
+                  + (f", {t['failed']} FAILED" if t["failed"] else ""))
         pairs = f"{t['fused_pairs']}/{t['chain_pairs']}" if t.get("chain_pairs") else "-"
         body.append([t["profile"], _num(t["time_clocks"], "int"), _num(t["seconds"] * 1e3), _num(t["words_total"], "int"),
                      _num(t["words_top"], "int"), _num(t["utilization"], "pct"), _num(t["peak_fraction"], "pct"),
@@ -56,10 +57,10 @@ def layers_table(rows: list[dict[str, Any]], top: int) -> str:
     shown.sort(key=lambda r: -(r["share"] or 0))
     if top:
         shown = shown[:top]
-    header = ["layer", "op", "status", "time gap", "gap", "time (clocks)", "share", "words", "util", "energy (uJ)", "fused",
-              "fused_with"]
+    header = ["layer", "op", "status", "time gap", "gap", "time (clocks)", "share", "words", "util", "array util",
+              "energy (uJ)", "fused", "fused_with"]
     body = [[r["layer"], r["op"], r["status"], _num(r["time_gap"]), _num(r["gap"]), _num(r["time_clocks"], "int"), _num(r["share"], "pct"),
-             _num(r["words_total"], "int"), _num(r["utilization"], "pct"),
+             _num(r["words_total"], "int"), _num(r["utilization"], "pct"), _num(r.get("array_utilization"), "pct"),
              _num(None if r["energy_pj"] is None else r["energy_pj"] / 1e6), r["pattern"] or "", _fused_with(r)]
             for r in shown]
     return _table(header, body)

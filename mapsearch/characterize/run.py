@@ -46,14 +46,16 @@ from mapsearch.characterize.profiles import Profile
 if TYPE_CHECKING:  # pandas is imported by to_dataframe, on first use
     import pandas
 
-__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases"]
+__all__ = ["characterize", "Characterization", "LAYER_KEYS", "TOTAL_KEYS", "CHAIN_KEYS", "layer_cases", "Refused"]
 
 LAYER_KEYS = ("model", "profile", "layer", "op", "kind", "pattern", "fused_into", "fused_with", "chain", "shape_key",
-              "case_id", "status", "gap", "time_gap", "macs", "time_clocks", "seconds", "compute_clocks", "utilization",
-              "words_total", "words_top", "links", "energy_pj", "share", "separate_clocks", "separate_words", "einsum",
-              "extents")
-TOTAL_KEYS = ("model", "profile", "architecture", "layers", "einsum_layers", "distinct_shapes", "bandwidth_steps",
-              "fused_epilogues", "optimal", "feasible", "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
+              "case_id", "status", "gap", "time_gap", "error", "family_restrictions", "macs", "executed_macs",
+              "time_clocks", "seconds", "compute_clocks", "utilization", "array_utilization", "mac_efficiency",
+              "block_binding", "words_total", "words_top", "links", "energy_pj", "share", "separate_clocks",
+              "separate_words", "einsum", "extents")
+TOTAL_KEYS = ("model", "profile", "architecture", "hardware", "stand_in_for", "layers", "einsum_layers",
+              "distinct_shapes", "bandwidth_steps", "fused_epilogues", "optimal", "optimal_in_family", "feasible",
+              "failed", "max_gap", "max_time_gap", "macs", "time_clocks", "seconds",
               "compute_clocks", "utilization", "peak_fraction", "words_total", "words_top", "links", "energy_pj",
               "energy_mac_pj", "energy_links_pj", "chain_pairs", "fused_pairs", "chain_saved_clocks",
               "chain_saved_words", "solve_seconds")
@@ -88,24 +90,49 @@ class Characterization:
         return pd.DataFrame(data, columns=list(dict.fromkeys([*keys, *(k for r in data for k in r)])))
 
 
-def _workload_doc(layer: Layer) -> tuple[str, dict[str, Any]]:
+def _workload_doc(layer: Layer, compute: Any) -> tuple[str, dict[str, Any]]:
+    """The workload solved for ``layer`` on an op ``compute``: its einsum, or, where the op is given in GEMM roles
+    and that einsum has no dimension for one of them (a GEMV: batch 1 leaves no ``m``), the one with the GEMM
+    dimensions of extent 1 kept (``Layer.gemm_einsum``): the op then runs padded on them, as the hardware does."""
+    from mapsearch.spec.block_roles import roles_problem
+    from mapsearch.spec.einsum_text import parse_einsum
+
+    einsum, extents = layer.einsum, layer.extents
+    if compute.block_roles and layer.gemm_einsum and roles_problem(parse_einsum(einsum), compute) is not None:
+        einsum, extents = layer.gemm_einsum, layer.gemm_extents
     name = f"{layer.op}-{layer.shape_key()}"
-    return name, {"name": name, "einsum": layer.einsum, "extents": dict(layer.extents), "homes": {}}
+    return name, {"name": name, "einsum": einsum, "extents": dict(extents), "homes": {}}
 
 
-def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit: float, source: str = "characterize"):
-    """The distinct sweep cases and ``{(profile name, shape key): case}``."""
+@dataclass(frozen=True)
+class Refused:
+    """A layer the solver cannot take on a profile (its figures pass the size guard, mapsearch/spec/limits.py):
+    no case is made; its row is an ERROR with this reason, and the other layers go on."""
+
+    reason: str
+    workload: dict[str, Any]
+
+
+def layer_cases(layers: Sequence[Layer], profiles: Sequence[Profile], time_limit: float, source: str = "characterize",
+                work_limit: float | None = None):
+    """The distinct sweep cases and ``{(profile name, shape key): case or Refused}``; a ``work_limit`` (CP-SAT
+    deterministic seconds per phase) is part of each case, as in a sweep: it decides the result."""
+    from mapsearch.errors import SpecError
+    from mapsearch.spec.load import architecture_from_dict
     from mapsearch.sweep.spec import expand
 
-    workloads: dict[str, tuple[str, dict]] = {}
-    for layer in layers:
-        if layer.einsum is not None:
-            workloads.setdefault(layer.shape_key(), _workload_doc(layer))
+    shapes = {layer.shape_key(): layer for layer in layers if layer.einsum is not None}
     cases, index = [], {}
     for profile in profiles:
         arch = (profile.architecture["name"], profile.architecture)
-        for key, wl in workloads.items():
-            (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source)
+        compute = architecture_from_dict(profile.architecture, profile.name).compute
+        for key, layer in shapes.items():
+            wl = _workload_doc(layer, compute)
+            try:
+                (case,) = expand([wl], [arch], ["time"], [("", None)], [], "grid", time_limit, source, work_limit)
+            except SpecError as e:
+                index[(profile.name, key)] = Refused(f"SpecError: {' '.join(str(e).split())}", wl[1])
+                continue
             index[(profile.name, key)] = case
             if all(c.case_id != case.case_id for c in cases):
                 cases.append(case)
@@ -135,14 +162,19 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
                                              "words": words, "time": clocks}},
                    energy_pj=words * profile.link_energy_pj[profile.top_link])
         return row
-    row.update(shape_key=layer.shape_key(), case_id=case.case_id, einsum=layer.einsum, extents=dict(layer.extents))
+    if isinstance(case, Refused):
+        row.update(shape_key=layer.shape_key(), status="ERROR", error=case.reason, einsum=case.workload["einsum"],
+                   extents=case.workload["extents"])
+        return row
+    solved = case.content["workload"]  # the einsum this profile solves (GEMM dims of extent 1 kept for a block op)
+    row.update(shape_key=layer.shape_key(), case_id=case.case_id, einsum=solved["einsum"], extents=solved["extents"])
     if stored is None:
         row["status"] = "PENDING"
         return row
     row["status"] = stored["status"]
     report = stored.get("report")
+    row["error"] = stored.get("error")  # why a layer has no schedule (TIMEOUT, INFEASIBLE, ERROR) or a mismatch
     if report is None or stored["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE", "MISMATCH"):
-        row["error"] = stored.get("error")
         return row
     links = {}
     energy = 0.0
@@ -151,15 +183,19 @@ def _layer_row(model: str, profile: Profile, layer: Layer, case: Any, stored: di
         links[link["name"]] = {"words_down": link.get("words_down"), "words_up": link.get("words_up"),
                                "words": words, "time": _f(link.get("time"))}
         energy += words * profile.link_energy_pj.get(link["name"], 0.0)
-    executed = (report.get("op_calls") or 0) * profile.block_macs
+    # The op's MACs run, padding of a block op included (op calls x the bound block's MACs): what the MAC energy pays.
+    executed = (report.get("op_calls") or 0) * (report.get("block_macs") or profile.block_macs)
     energy += executed * profile.mac_energy_pj
     phases = report.get("phases") or []
     clocks = _f(report.get("time"))
     row.update(gap=report.get("gap"), time_gap=phases[0]["gap"] if phases else None, time_clocks=clocks,
-               seconds=clocks / profile.clock_hz, compute_clocks=_f(report.get("compute_time")),
+               seconds=clocks / profile.clock_hz, compute_clocks=_f(report.get("compute_time")), executed_macs=executed,
                utilization=_f(report.get("utilization")), words_total=report.get("words_total"),
                words_top=links.get(profile.top_link, {}).get("words"), links=links, energy_pj=energy,
-               solve_seconds=stored.get("solve_seconds"))
+               solve_seconds=stored.get("solve_seconds"), array_utilization=_f(report.get("array_utilization")),
+               mac_efficiency=_f(report.get("mac_efficiency")),
+               family_restrictions="; ".join(report.get("family_restrictions") or ()) or None,
+               block_binding=", ".join(f"{r}={d}" for r, d in (report.get("block_binding") or {}).items()) or None)
     return row
 
 
@@ -176,7 +212,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
             links[name] = links.get(name, 0) + (link["words"] or 0)
     for r in rows:
         r["share"] = (r["time_clocks"] / time) if time and r["time_clocks"] is not None else None
-    energy_mac = sum((r["macs"] or 0) for r in solved if r["kind"] == "einsum") * profile.mac_energy_pj
+    energy_mac = sum(r["executed_macs"] or 0 for r in solved) * profile.mac_energy_pj
     energy = sum(r["energy_pj"] or 0 for r in solved)
     macs = sum(l.macs for l in layers)
     solve_seconds = {r["case_id"]: r.get("solve_seconds") or 0 for r in einsum_rows if r["case_id"]}
@@ -184,6 +220,7 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
     fused = [c for c in chains if c["fused"]]
     return {
         "model": model, "profile": profile.name, "architecture": profile.architecture["name"],
+        "hardware": profile.hardware, "stand_in_for": profile.stand_in_for,
         "layers": len(rows), "einsum_layers": len(einsum_rows),
         "distinct_shapes": len({r["shape_key"] for r in einsum_rows}),
         "bandwidth_steps": sum(r["status"] == "BANDWIDTH" for r in rows),
@@ -206,8 +243,8 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
 
 
 def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path, *, workers: int | None = None,
-                 scheduler: str | None = None, time_limit: float = 60.0, retry_failed: bool = False,
-                 fusion_decider: Callable | None = None, registry: Any = None,
+                 scheduler: str | None = None, time_limit: float = 60.0, work_limit: float | None = None,
+                 retry_failed: bool = False, fusion_decider: Callable | None = None, registry: Any = None,
                  progress: Callable | None = None, run: bool = True, chain_fusion: bool = True,
                  chain_progress: Callable | None = None) -> Characterization:
     """Solve and add up; writes ``DIR/results.sqlite`` and the sweep's exports (see :mod:`mapsearch.sweep`)."""
@@ -221,7 +258,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
 
         raise MapsearchError(f"profiles must have distinct names, got {', '.join(names)}")
     layers = lower_all(model.nodes, registry, fusion_decider)
-    cases, index = layer_cases(layers, profiles, time_limit, model.source)
+    cases, index = layer_cases(layers, profiles, time_limit, model.source, work_limit)
     out = Path(out_dir)
     outcome = None
     with ResultStore(out / DB_NAME) as store:
@@ -237,11 +274,11 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
         rows, exact = [], {}
         for layer in layers:
             case = index.get((profile.name, layer.shape_key())) if layer.einsum else None
-            got = stored.get(case.case_id) if case else None
+            got = stored.get(case.case_id) if case is not None and not isinstance(case, Refused) else None
             rows.append(_layer_row(model.name, profile, layer, case, got))
             if rows[-1]["status"] in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE") and got.get("report"):
                 exact[layer.name] = (Fraction(got["report"]["time"]), int(rows[-1]["words_total"]))
-        decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, time_limit,
+        decided = _chain_fusion(model.name, profile, pairs, rows, exact, cache, out, (time_limit, work_limit),
                                 run and outcome_ok(outcome), chain_progress)
         totals.append(_totals(model.name, profile, rows, layers, decided))
         layer_rows += rows
@@ -255,10 +292,11 @@ def outcome_ok(outcome: Any) -> bool:
 
 
 def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: list[dict[str, Any]],
-                  exact: dict[str, tuple[Fraction, int]], cache: ChainCache, out: Path, time_limit: float,
-                  solve: bool, progress: Callable | None) -> list[dict[str, Any]]:
-    """Solve each pair on ``profile`` (cached), decide (:func:`~mapsearch.characterize.chains.choose`) and
-    rewrite the rows of the fused pairs: the first carries the pair's figures, the second zeros."""
+                  exact: dict[str, tuple[Fraction, int]], cache: ChainCache, out: Path,
+                  limits: tuple[float, float | None], solve: bool, progress: Callable | None) -> list[dict[str, Any]]:
+    """Solve each pair on ``profile`` (cached) within ``limits`` (time, work), decide
+    (:func:`~mapsearch.characterize.chains.choose`) and rewrite the rows of the fused pairs: the first carries the
+    pair's figures, the second zeros."""
     by_name = {r["layer"]: r for r in rows}
     decisions, gains, records = [], {}, {}
     for pair in pairs:
@@ -266,13 +304,13 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
         if pair.first in exact and pair.second in exact:
             a, b = exact[pair.first], exact[pair.second]
             separate = (a[0] + b[0], a[1] + b[1])
-        rec = cache.get(pair, profile, time_limit)
+        rec = cache.get(pair, profile, *limits)
         if rec is None and solve and separate is not None and not stopped():
-            rec = solve_pair(pair, profile, time_limit, out / "chains")
+            rec = solve_pair(pair, profile, *limits, schedule_dir=out / "chains")
             if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
                 rec = None
             else:
-                cache.put(pair, profile, time_limit, rec)
+                cache.put(pair, profile, *limits, record=rec)
                 if progress is not None:
                     progress(profile, pair, rec)
         records[pair.first] = rec
@@ -323,10 +361,11 @@ def _apply_pair(profile: Profile, first: dict[str, Any], second: dict[str, Any],
     compute = float(Fraction(rec["compute_time"]))
     links = {n: {**l, "time": float(Fraction(l["time"]))} for n, l in rec["links"].items()}
     energy = sum(l["words"] * profile.link_energy_pj.get(n, 0.0) for n, l in links.items())
-    energy += rec["op_calls"] * profile.block_macs * profile.mac_energy_pj
+    executed = rec["op_calls"] * profile.block_macs
+    energy += executed * profile.mac_energy_pj
     first.update(status=rec["status"], gap=rec.get("gap"), time_gap=rec.get("time_gap"), time_clocks=clocks,
-                 seconds=clocks / profile.clock_hz, compute_clocks=compute,
+                 seconds=clocks / profile.clock_hz, compute_clocks=compute, executed_macs=executed,
                  utilization=compute / clocks if clocks else None, words_total=rec["words"],
                  words_top=links.get(profile.top_link, {}).get("words", 0), links=links, energy_pj=energy)
     second.update(status=rec["status"], gap=None, time_gap=None, time_clocks=0.0, seconds=0.0, compute_clocks=0.0,
-                  utilization=None, words_total=0, words_top=0, links={}, energy_pj=0.0)
+                  executed_macs=0, utilization=None, words_total=0, words_top=0, links={}, energy_pj=0.0)

@@ -49,7 +49,7 @@ class CharacterizeStart:
 def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Sequence[Union[str, Path, Profile]],
                  out_dir: str | Path | None = None, *, input_shapes: Sequence[Sequence[int]] | None = None,
                  workers: int | None = None, scheduler: str | None = None, time_limit: float = 60.0,
-                 retry_failed: bool = False, chain_fusion: bool = True,
+                 work_limit: float | None = None, retry_failed: bool = False, chain_fusion: bool = True,
                  on_start: Callable[[CharacterizeStart], None] | None = None,
                  progress: Callable[[Progress], None] | None = None,
                  chain_progress: Callable | None = None) -> Characterization:
@@ -59,7 +59,9 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
     format (``mapsearch/characterize/models/``) or a :class:`Model`.
 
     ``input_shapes`` feed a PyTorch module; ``time_limit`` is per distinct
-    layer; ``chain_fusion=False`` solves every einsum alone. The result's
+    layer (wall-clock seconds) and ``work_limit``, if given, per solver phase
+    (CP-SAT deterministic seconds: the statuses do not depend on the load);
+    ``chain_fusion=False`` solves every einsum alone. The result's
     ``layers``, ``totals`` and ``chains`` rows are also in ``out_dir``
     (CSV and JSON) and as DataFrames (``to_dataframe``).
     """
@@ -67,6 +69,8 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
         raise UsageError("workers", "an int >= 1", workers)
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise UsageError("time_limit", "seconds > 0", time_limit)
+    if work_limit is not None and not (math.isfinite(work_limit) and work_limit > 0):
+        raise UsageError("work_limit", "deterministic seconds > 0", work_limit)
     check_scheduler(scheduler)
     if isinstance(model, Model):
         net = model
@@ -79,7 +83,7 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
     check_out_directory(out)
     if on_start is not None:
         layers = lower_all(net.nodes)
-        cases, _ = layer_cases(layers, profs, time_limit)
+        cases, _ = layer_cases(layers, profs, time_limit, work_limit=work_limit)
         einsums = [layer for layer in layers if layer.einsum]
         pairs = find_pairs(net.nodes, layers) if chain_fusion else []
         on_start(CharacterizeStart(net.name, len(layers), len(einsums), len({l.shape_key() for l in einsums}),
@@ -91,7 +95,7 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
         raise MapsearchError(f"out_dir: cannot create {out}: {e.strerror or e}") from None
     with DirectoryLock(out, "characterize"):  # one process per directory, as for a sweep
         result = characterize_layers(net, profs, out, workers=workers, scheduler=scheduler, time_limit=time_limit,
-                                     retry_failed=retry_failed, progress=progress, chain_fusion=chain_fusion,
-                                     chain_progress=chain_progress)
+                                     work_limit=work_limit, retry_failed=retry_failed, progress=progress,
+                                     chain_fusion=chain_fusion, chain_progress=chain_progress)
         result.tables.update(write_outputs(result, out))
     return result

@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> None:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
     if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
+    if args.work_limit is not None and not (math.isfinite(args.work_limit) and args.work_limit > 0):
+        raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {args.work_limit}")
     if args.top < 0:
         raise MapsearchError(f"--top: expected an int >= 0 (0: all layers), got {args.top}")
     api.check_scheduler(args.scheduler, "--scheduler")
@@ -73,8 +75,8 @@ def run(args: argparse.Namespace) -> None:
         with api.Interruptible() as it:
             result = it.call(lambda: api.characterize(
                 model, profiles, out, workers=args.workers, scheduler=args.scheduler, time_limit=args.time_limit,
-                retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion, on_start=started,
-                progress=progress, chain_progress=chain_progress))
+                work_limit=args.work_limit, retry_failed=args.retry_failed, chain_fusion=not args.no_chain_fusion,
+                on_start=started, progress=progress, chain_progress=chain_progress))
     finally:
         bar["close"]()
     paths = dict(result.tables)
@@ -88,7 +90,8 @@ def run(args: argparse.Namespace) -> None:
         by_profile.setdefault(r["profile"], []).append(r)
     for p in profiles:
         what = "all layers" if args.top == 0 else f"top {args.top} layers by time"
-        print(f"\n{model.name} on {p.name} ({p.architecture['name']}, {p.clock_hz / 1e9:g} GHz): {what}")
+        print(f"\n{model.name} on {p.name} ({p.architecture['name']}, {p.clock_hz / 1e9:g} GHz): {what}\n"
+              f"  {p.name}: {p.hardware}")
         print(layers_table(by_profile[p.name], args.top), end="")
     if result.chains:
         print(f"\n{model.name}: chain fusion (solve_chain per distinct pair and profile; fused when its best "
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> None:
     failed = [r for r in result.layers if r["kind"] == "einsum" and r["status"] not in ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")]
     groups: dict[tuple, list] = {}
     for r in failed:  # one line per profile and distinct shape
-        groups.setdefault((r["profile"], r["case_id"]), []).append(r)
+        groups.setdefault((r["profile"], r["shape_key"]), []).append(r)
     for (profile, _), rs in groups.items():
         more = f" (and {len(rs) - 1} more of its shape)" if len(rs) > 1 else ""
         print(f"  {profile} {rs[0]['layer']}{more}: {rs[0]['status']} {rs[0].get('error') or ''}")
@@ -134,6 +137,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--workers", metavar="N", type=int, help="local worker processes (default: the usable cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--time-limit", metavar="S", type=float, default=60.0, help="solver time limit per distinct layer (default 60)")
+    p.add_argument("--work-limit", metavar="D", type=float,
+                   help="CP-SAT deterministic seconds per solver phase of each layer and chain (statuses then do not "
+                   "depend on the machine's load; --time-limit still applies)")
     p.add_argument("--retry-failed", action="store_true", help="rerun layers stored as failed")
     p.add_argument("--input-shape", metavar="N,C,H,W", action="append", help="input shape for a torch module (repeatable)")
     p.add_argument("--top", metavar="N", type=int, default=10, help="layers shown per profile, by share of time (0: all)")

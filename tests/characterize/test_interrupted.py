@@ -11,7 +11,7 @@ from mapsearch.sweep.store import DB_NAME, ResultStore
 
 
 def test_a_stopped_characterize_stores_no_result_and_the_rerun_completes(tmp_path) -> None:
-    model, profiles = load_model("mlp"), [load_profile("cpu")]
+    model, profiles = load_model("mlp"), [load_profile("cpu-quick")]
     stopped = Budget(None)
     stopped.stop()  # as the first Ctrl-C does (mapsearch/solve/interrupt.py)
     with within(stopped):

@@ -75,4 +75,4 @@ def test_cli_tables_csv_json(mlp_run, capsys):
 
 def test_bad_profile_is_one_line(capsys):
     assert main(["characterize", "mlp", "nosuch"]) == 2
-    assert "profiles: cpu, gpu, kpu, tpu" in capsys.readouterr().err
+    assert "profiles: cpu, cpu-quick, gpu, gpu-quick, kpu, kpu-quick, tpu, tpu-quick" in capsys.readouterr().err

@@ -127,7 +127,7 @@ def test_the_fusion_decider_hook():
     assert sum(l.words for l in layers) > sum(l.words for l in lower_all(nodes))
 
 
-@pytest.mark.parametrize("name", ["cpu", "gpu", "tpu", "kpu"])
+@pytest.mark.parametrize("name", ["cpu", "gpu", "tpu", "kpu", "cpu-quick", "gpu-quick", "tpu-quick", "kpu-quick"])
 def test_profiles(name):
     p = load_profile(name)
     assert set(p.links) <= set(p.link_energy_pj) and p.mac_energy_pj > 0 and p.citations

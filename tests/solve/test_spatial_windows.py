@@ -52,6 +52,8 @@ from mapsearch.spec.workload import Workload  # noqa: E402
 from tests.sim.spatial_helpers import arch as sim_arch, level, schedule  # noqa: E402
 from tests.solve.test_spatial_levels import arch, check, model_prediction  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("meshed_family_only")  # the spatial family against its brute force
+
 HALF = Fraction(1, 2)
 FAST = Link(Fraction(1, 16), Fraction(1, 16))  # links that never bind: the time is the busiest PE's calls
 def placement(w, a) -> str:

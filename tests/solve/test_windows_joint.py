@@ -39,6 +39,7 @@ from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.model.window_tables import joint_table  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.sim.replay import replay  # noqa: E402
+from mapsearch.solve import unsplit  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
@@ -261,14 +262,21 @@ def test_above_the_table_limit_the_axis_is_held_whole_and_named(monkeypatch) -> 
     assert split.status == "OPTIMAL" and (split.schedule.predicted.time, split.schedule.predicted.words_total) == (18, 18)
 
 
-def test_under_a_spatial_fanout_the_axis_is_held_whole_and_named() -> None:
+def test_under_a_spatial_fanout_the_axis_is_held_whole_and_named(monkeypatch) -> None:
     mesh = (MeshAxis("x", 2, ("all",)),)
     a = Architecture("m", (Level("L1", None, None), Level("L0", 8, Link(), mesh=mesh)), Compute(), False)
     w = Workload.from_text("w", AXIS3, {"p": 4, "r": 2, "u": 2})
-    result = solve(Problem(w, a))
+    with monkeypatch.context() as m:  # the meshed family alone (solve/unsplit.py adds the unsplit schedules)
+        m.setattr(unsplit, "applies", lambda *_: False)
+        result = solve(Problem(w, a))
     assert result.status == "OPTIMAL_IN_FAMILY"
     assert ("filter windows held whole: r, u (an axis over three or more dimensions under a spatial fanout; such an "
             "axis is split only along its largest dimension)") in result.family_restrictions
     brute = bfs.brute_force_spatial(w, a, (), bf.Objective())  # the spatial family, r and u held whole
-    assert tuple(p.value for p in result.phases) == brute.value
+    assert tuple(p.value for p in result.phases) == brute.value == (20, 20)
     replays_to_its_prediction(result.schedule)
+    # With the unsplit schedules, where the axis is split along every dimension: the mesh-free optimum.
+    union = solve(Problem(w, a))
+    whole = bw.brute_force(w, unsplit.unsplit_problem(Problem(w, a)).architecture)
+    assert tuple(p.value for p in union.phases) == tuple(whole.value) == (18, 18)
+    replays_to_its_prediction(union.schedule)

@@ -51,6 +51,8 @@ from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute,
 from mapsearch.spec.workload import Workload  # noqa: E402
 from tests.sim.spatial_helpers import spatial_schedules  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("meshed_family_only")  # the spatial family against its brute force
+
 HALF = Fraction(1, 2)
 REUSE = [("all",), ("input",), ("output",), ("none",)]
 SHAPES = [(2,), (3,), (2, 2)]

@@ -39,6 +39,8 @@ from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("meshed_family_only")  # the spatial family against its brute force
+
 HALF = Fraction(1, 2)
 SEEDS = range(20)
 # Nests (tiles x splits x orders) per case: about a second of brute force each.

@@ -70,9 +70,11 @@ def test_hardware_that_cannot_be_translated_says_why_in_one_line(name, message):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-MESHED_ONLY = "buffer placement: default positions only at and below the meshed levels (spatial fanout)"
+# Schedules that split nothing over a mesh are searched at every position beside (mapsearch/solve/unsplit.py).
+UNSPLIT = "(in schedules with a spatial split; those without one: every position)"
+MESHED_ONLY = f"buffer placement: default positions only at and below the meshed levels {UNSPLIT}"
 WITH_OUTPUT = ("buffer placement: default positions only at and below the meshed levels and for O's lowest buffer "
-               "above them (spatial fanout)")
+               f"above them {UNSPLIT}")
 
 
 @pytest.mark.parametrize("name, instances, time, words, restriction", [

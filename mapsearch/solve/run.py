@@ -165,6 +165,10 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
     def solve_unsplit(p: Problem) -> SolveResult:
         return _solve(p, constraints, options, start)
 
+    def union(best: SolveResult, other: SolveResult | None, meshed_restrictions, unsplit_restrictions) -> SolveResult:
+        restrictions = unsplit.union_restrictions(meshed_restrictions, unsplit_restrictions)
+        return unsplit.combine(best, other, restrictions, time.perf_counter() - start)
+
     try:
         meshed = _solve(problem, constraints, options, start)
     except NoScheduleInFamily as error:
@@ -174,7 +178,7 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
         if found is None:
             raise
         log.info("no meshed schedule in the searched family; one that splits nothing over the mesh")
-        return unsplit.combine(found, None, unsplit.union_restrictions(error.restrictions, found.family_restrictions), time.perf_counter() - start)
+        return union(found, None, error.restrictions, found.family_restrictions)
     if not unsplit.placement_restricted(meshed.family_restrictions) or budget.stopped():
         return meshed
     from mapsearch.model.bounds import contract_floors
@@ -183,18 +187,16 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
     scale = clock_scale(problem.architecture)
     if unsplit.cannot_win(meshed, contract_floors(unsplit.unsplit_problem(problem), scale), scale, options.objective):
         log.info("schedules that split nothing over the mesh: a floor above the meshed schedule, not searched")
-        return unsplit.combine(meshed, None, unsplit.union_restrictions(meshed.family_restrictions, ()), time.perf_counter() - start)
+        return union(meshed, None, meshed.family_restrictions, ())
     found, searched = unsplit.search_unsplit(problem, solve_unsplit)
     if not searched:
         return meshed
-    if found is None:
-        return unsplit.combine(meshed, None, unsplit.union_restrictions(meshed.family_restrictions, ()), time.perf_counter() - start)
+    if found is None:  # no schedule without a split fits: the meshed result is the union's
+        return union(meshed, None, meshed.family_restrictions, ())
     best, is_unsplit = unsplit.better_of(meshed, found)
     log.info("schedules that split nothing over the mesh: %s, %s", unsplit.values(found),
              "kept (better than the meshed search's)" if is_unsplit else "not better")
-    other = meshed if is_unsplit else found
-    return unsplit.combine(best, other, unsplit.union_restrictions(meshed.family_restrictions, found.family_restrictions),
-                          time.perf_counter() - start)
+    return union(best, meshed if is_unsplit else found, meshed.family_restrictions, found.family_restrictions)
 
 
 def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:

@@ -89,7 +89,8 @@ def test_array_whose_one_instance_compute_is_slower_skips_the_search(monkeypatch
     arch = Architecture("t", (Level("DRAM", None), Level("PE", 6, Link(F(1, 4), F(1, 4)), instances=16)), Compute())
     r = solve(Problem(w, arch), options=SolveOptions(time_limit=60))
     assert (r.time, r.words, r.status) == (448, 1792, "OPTIMAL_IN_FAMILY")
-    assert any(x.startswith("buffer placement:") and "those without one: every position" in x for x in r.family_restrictions)
+    assert any(x.startswith("buffer placement:") and "those without one: every position" in x
+               for x in r.family_restrictions)
 
 
 def _phases(*specs) -> SimpleNamespace:

@@ -40,7 +40,7 @@ import random
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
@@ -147,11 +147,6 @@ def wide_cost(w: Workload, arch: Architecture, homes, held=frozenset()) -> int:
 def spatial_cost(w: Workload, arch: Architecture, homes) -> int:
     nests, schedules = bfs.family_size(w, arch, dict(homes))
     return nests if bfs._composable(w, arch, dict(homes)) else schedules
-
-
-def unmeshed(arch: Architecture) -> Architecture:
-    """The same levels with one instance each: a schedule without splits has the same figures on either."""
-    return replace(arch, levels=tuple(replace(lv, instances=1, mesh=()) for lv in arch.levels))
 
 
 # --------------------------------------------------------------------------- random cases
@@ -349,7 +344,7 @@ def run_case(case: Case, data_every: int = 5) -> Outcome:
     meshed = any(lv.instances > 1 for lv in a.levels)
     t0 = time.perf_counter()
     # Oracles
-    whole_arch = unmeshed(a) if meshed else a
+    whole_arch = unsplit.unmeshed(a) if meshed else a
     whole = bw.brute_force(w, whole_arch, homes, obj) if wide_cost(w, whole_arch, homes) <= 3 * WIDE_BUDGET else "skip"
     whole_v = None if whole in (None, "skip") else _oracle_value(whole)
     fam = bfs.brute_force_spatial(w, a, homes, obj) if meshed else None

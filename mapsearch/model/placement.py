@@ -85,6 +85,11 @@ def searched_levels(enc: Encoding, tensor: str) -> dict[int, tuple[int, bool]]:
     return out
 
 
+# The restriction's words, read back by solve/unsplit.py when it narrows the restriction.
+MESHED_PLACEMENT = "buffer placement: default positions only"
+FANOUT = "(spatial fanout)"
+
+
 def meshed_placement_restriction(enc: Encoding) -> str | None:
     """The family restriction of placement on a meshed path, or None where every position is searched."""
     if not enc.spatial_levels or placement_disabled_reason(enc) is not None:
@@ -97,7 +102,7 @@ def meshed_placement_restriction(enc: Encoding) -> str | None:
     nearest = [t for t in names if p.workload.is_output(t)
                and any(enc.kept[(t, i)] is not False for i in range(p.home(t) + 1, first))]
     where = "at and below the meshed levels" + "".join(f" and for {t}'s lowest buffer above them" for t in nearest)
-    return f"buffer placement: default positions only {where} (spatial fanout)"
+    return f"{MESHED_PLACEMENT} {where} {FANOUT}"
 
 
 def placed_dims(enc: Encoding, tensor: str) -> list[str]:

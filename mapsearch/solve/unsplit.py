@@ -31,6 +31,7 @@ import math
 from fractions import Fraction
 from typing import Callable
 
+from mapsearch.model.placement import FANOUT, MESHED_PLACEMENT
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.architecture import Architecture
@@ -41,11 +42,15 @@ log = logging.getLogger(__name__)
 OBJECTIVES = ("time", "words")
 
 
+def unmeshed(architecture: Architecture) -> Architecture:
+    """``architecture`` with every level reduced to one instance (no mesh axes)."""
+    levels = tuple(dataclasses.replace(lv, instances=1, mesh=()) for lv in architecture.levels)
+    return dataclasses.replace(architecture, levels=levels)
+
+
 def unsplit_problem(problem: Problem) -> Problem:
-    """``problem`` on its path with every level reduced to one instance (no mesh axes)."""
-    arch = problem.architecture
-    levels = tuple(dataclasses.replace(lv, instances=1, mesh=()) for lv in arch.levels)
-    return dataclasses.replace(problem, architecture=dataclasses.replace(arch, levels=levels))
+    """``problem`` on its path without meshes (:func:`unmeshed`)."""
+    return dataclasses.replace(problem, architecture=unmeshed(problem.architecture))
 
 
 def lift(schedule: Schedule, architecture: Architecture) -> Schedule:
@@ -141,13 +146,14 @@ def applies(problem: Problem, options) -> bool:
             and options.objective in OBJECTIVES and options.dram_rows == "off")
 
 
-PLACEMENT = "buffer placement:"
-_SPATIAL = "(spatial fanout)"
+def _fanout_placement(restriction: str) -> bool:
+    """Whether ``restriction`` is model/placement.meshed_placement_restriction's."""
+    return restriction.startswith(MESHED_PLACEMENT) and restriction.endswith(FANOUT)
 
 
 def placement_restricted(restrictions: tuple[str, ...]) -> bool:
     """Whether the meshed search left buffer positions out because of the fanout."""
-    return any(r.startswith(PLACEMENT) and r.endswith(_SPATIAL) for r in restrictions)
+    return any(_fanout_placement(r) for r in restrictions)
 
 
 def union_restrictions(meshed: tuple[str, ...], unsplit: tuple[str, ...]) -> tuple[str, ...]:
@@ -155,8 +161,8 @@ def union_restrictions(meshed: tuple[str, ...], unsplit: tuple[str, ...]) -> tup
     with a spatial split; the others are named as each search named them."""
     out: dict[str, None] = {}
     for r in meshed:
-        if r.startswith(PLACEMENT) and r.endswith(_SPATIAL):
-            r = r[:-len(_SPATIAL)] + "(in schedules with a spatial split; those without one: every position)"
+        if _fanout_placement(r):
+            r = r[:-len(FANOUT)] + "(in schedules with a spatial split; those without one: every position)"
         out[r] = None
     out.update(dict.fromkeys(unsplit))
     return tuple(out)

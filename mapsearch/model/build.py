@@ -47,14 +47,17 @@ def dimension_chains(p: Problem, constraints: Constraints,
                      unit_dims: frozenset[str] = frozenset(),
                      extra_footprints: Mapping[str, tuple] | None = None,
                      windows: tuple[Window, ...] | None = None,
-                     held_whole: str | None = None) -> tuple[dict[str, DimChains], frozenset[str]]:
+                     held_whole: str | None = None,
+                     windows_over_mesh: bool = True) -> tuple[dict[str, DimChains], frozenset[str]]:
     """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
     and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver).
 
     ``windows``: the split filter windows (model/windows.py; default: those
     this problem splits). Their dimensions' chains carry the extent and the
     one-per-piece footprints and their coincidence types; ``held_whole``:
-    why the others are held whole (split_windows' reason). The active budget
+    why the others are held whole (split_windows' reason);
+    ``windows_over_mesh=False`` keeps window dimensions unsplit over mesh
+    axes (a narrower family, for a first schedule: solve/narrow.py). The active budget
     (:mod:`mapsearch.budget`) is checked per dimension: building counts
     against the solve's time limit.
     """
@@ -98,8 +101,9 @@ def dimension_chains(p: Problem, constraints: Constraints,
         # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
         tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
         # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
+        spatial = chain_spatial(p) if windows_over_mesh or not windowed else ()
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                chain_spatial(p), windowed, tied)
+                                spatial, windowed, tied)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
@@ -231,7 +235,7 @@ def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Wi
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
           unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
-          default_positions: str | None = None) -> Encoding:
+          default_positions: str | None = None, windows_over_mesh: bool = True) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time.
 
     ``unit_dims``: dimensions whose chains also carry the one-per-piece
@@ -240,14 +244,16 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     ``extra_footprints[d]``: more footprints for ``d``'s chains (same use).
     ``default_positions``: why every buffer keeps its default position (the
     caller measures transfers the placement search does not count); the
-    result names it as a family restriction. The active
-    budget is checked between the model's parts.
+    result names it as a family restriction. ``windows_over_mesh=False``:
+    window dimensions are not split over mesh axes (dimension_chains). The
+    active budget is checked between the model's parts.
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
         unit_dims = unit_dims | unit_dims_needed(p, layouts)
         default_positions = default_positions or "DRAM row model"
-    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions)
+    enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions,
+                      windows_over_mesh)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
@@ -268,7 +274,8 @@ def clock_scale(arch) -> int:
 
 def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
                 unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
-                options: SolveOptions | None = None, default_positions: str | None = None) -> Encoding:
+                options: SolveOptions | None = None, default_positions: str | None = None,
+                windows_over_mesh: bool = True) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
@@ -276,7 +283,8 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     """
     check_supported(p)
     windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
-    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows, held_whole)
+    chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows, held_whole,
+                                      windows_over_mesh)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p), windows=windows)
     if held_whole:

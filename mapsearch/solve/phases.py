@@ -83,12 +83,14 @@ _STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.
 
 
 def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start: float, *, decode, hint_vars,
-               coarse=lambda left: None, floor=lambda name: None, on_infeasible=None):
+               coarse=lambda left, known: None, floor=lambda name: None, on_infeasible=None, coarse_only: bool = False):
     """Minimise each objective in turn, keeping the previous ones at their values.
 
-    Returns the phases and the last decoded schedule. ``coarse(time_left)``
-    may give a ``(value, solver)`` to hint from; ``floor(name)`` a proven
+    Returns the phases and the last decoded schedule. ``coarse(time_left,
+    floor)`` may give a ``(value, solver)`` to hint from; ``floor(name)`` a proven
     lower bound that, when the hint meets it, proves the phase at once.
+    ``coarse_only``: a phase with a coarse schedule ends with it (FEASIBLE
+    unless it meets the floor), without the full search (solve/narrow.py).
     """
     phases: list[Phase] = []
     schedule = None
@@ -99,8 +101,8 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
             break
         model.minimize(expr)
         t0 = time.perf_counter()
-        hint = coarse(options.time_limit - (t0 - start))
         known = floor(name)
+        hint = coarse(options.time_limit - (t0 - start), known)
         start_value = None if hint is None else Fraction(hint[0], scale)
         start_bound = Fraction(known or 0, scale)
         if start_value is not None:
@@ -109,7 +111,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
         if hint is not None and known is not None and hint[0] == known:
             value = bound = hint[0]
             status, solver = "OPTIMAL", hint[1]
-        elif hint is not None and budget.stopped():
+        elif hint is not None and (budget.stopped() or coarse_only):
             value, bound = hint[0], _clamp(0, known, hint[0])  # Ctrl-C after the coarse search: its schedule
             status, solver = "FEASIBLE", hint[1]
         else:

@@ -9,6 +9,7 @@ gap of the phase that stopped short.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -35,7 +36,7 @@ from mapsearch.model.overflow import contract_overflow
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import Phase, new_solver, run_phases
-from mapsearch.solve import unsplit
+from mapsearch.solve import narrow, unsplit
 from mapsearch.solve.progress import finished, report, search
 from mapsearch.solve.warm_start import start_of, with_start
 
@@ -199,9 +200,18 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
     return union(best, meshed if is_unsplit else found, meshed.family_restrictions, found.family_restrictions)
 
 
-def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:
+def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
+           narrow_family: bool = False) -> SolveResult:
+    """One search. ``narrow_family``: window dimensions unsplit over mesh axes (a first schedule, solve/narrow.py)."""
+    if not narrow_family and narrow.applies(problem, options):
+        first = narrow.first_schedule(problem, options, start, lambda o: _solve(problem, constraints, o,
+                                                                                time.perf_counter(), True))
+        if first is not None:
+            options = dataclasses.replace(options, start=first)
     report("building the model")
-    enc = build(problem, constraints, options)
+    enc = build(problem, constraints, options, windows_over_mesh=not narrow_family)
+    # The narrow family's phases are its coarse searches alone: each may take its share of the narrow limit.
+    coarse_share = 1 / len(_objectives(enc, options)) if narrow_family else 0.25
     restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
@@ -210,10 +220,13 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
         enc.model, _objectives(enc, options), options, start,
         decode=lambda solver: decode(enc, solver),
         hint_vars=_decision_vars(enc),
-        coarse=lambda left: with_start(enc, known, _coarse_solution(enc, options, left),
-                                       lambda: new_solver(options, min(left, max(0.05, left / 4)))),
+        coarse=lambda left, phase_floor: with_start(enc, known, lambda: _coarse_solution(enc, options, left, coarse_share),
+                                                    lambda: new_solver(options, min(left, max(0.05, left / 4))),
+                                                    phase_floor),
         floor=lambda name: _floor(enc, name),
-        on_infeasible=lambda: in_family(explain_infeasible(problem, constraints, options), restrictions, problem),
+        on_infeasible=(lambda: InfeasibleError("no schedule in the narrow family")) if narrow_family else
+        (lambda: in_family(explain_infeasible(problem, constraints, options), restrictions, problem)),
+        coarse_only=narrow_family,
     )
     proven = all(p.status == "OPTIMAL" for p in phases)
     if proven and restrictions and meets_contract_floors(enc, [(p.name, p.value) for p in phases]):
@@ -270,8 +283,10 @@ def _coarse_rows(chains, meshed: bool) -> list[int]:
     return rows
 
 
-def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
-    """``(objective value, solver)`` of the model restricted to coarse chains, or None."""
+def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25):
+    """``(objective value, solver)`` of the model restricted to coarse chains, or None.
+
+    The search may take ``share`` of the time left (the rest is the full search's)."""
     restricted = {}
     for d, var in enc.choice.items():
         if isinstance(var, int):
@@ -287,7 +302,7 @@ def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float):
     for d, rows in restricted.items():
         var = enc.choice[d]
         model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
-    solver = new_solver(options, min(time_left, max(0.05, time_left / 4)))
+    solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
     if search(solver, model, "coarse search") not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return int(round(solver.objective_value)), solver

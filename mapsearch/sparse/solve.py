@@ -410,7 +410,7 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
 
     phases, schedule = run_phases(enc.model, objectives if options.objective == "time" else objectives[1:], options, start,
                                   decode=read, hint_vars=_decision_vars(enc),
-                                  coarse=lambda left: _coarse_solution(enc, options, left))
+                                  coarse=lambda left, _: _coarse_solution(enc, options, left))
     links = _links(problem, measures, values)
     compute_time = float(eff * problem.architecture.compute.clocks_per_call)
     check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats, output_density)

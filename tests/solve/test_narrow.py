@@ -1,0 +1,109 @@
+"""The narrow family's first schedule on meshed paths (mapsearch/solve/narrow.py).
+
+On a meshed path ``solve`` first solves the problem with window dimensions
+unsplit over mesh axes and buffers at their default positions (coarse
+searches only), and starts the full search from that schedule. Checked here:
+the narrow model is that family (its chains split no window dimension over a
+mesh axis, its schedule keeps default positions); when it applies; and that
+the start changes no optimum: on a case whose wide optimum is 6x faster than
+anything in the narrow family, the solve still proves the wide optimum of the
+brute force, and its figures are never worse than the start's.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import brute_force_spatial as bfs  # noqa: E402
+
+from mapsearch.model.build import build  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
+from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.solve import narrow  # noqa: E402
+from mapsearch.solve.run import _solve, solve  # noqa: E402
+from mapsearch.spec.architecture import MeshAxis  # noqa: E402
+from mapsearch.spec.constraints import Constraints  # noqa: E402
+from tests.solve.test_spatial_levels import arch  # noqa: E402
+from tests.solve.test_spatial_windows import PE_ARRAY, ROW_STATIONARY, conv  # noqa: E402
+
+OPTIONS = SolveOptions(time_limit=60, workers=1, seed=0)
+MATMUL = conv("Z[m,n] += A[m,k] * B[k,n]", m=4, n=3, k=2)
+
+
+def _split_rows(chains) -> int:
+    return 0 if chains.factors is None else int(np.count_nonzero(np.any(chains.factors > 1, axis=1)))
+
+
+def test_the_narrow_model_splits_no_window_dimension_over_a_mesh_axis() -> None:
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    wide, thin = build(p, options=OPTIONS), build(p, options=OPTIONS, windows_over_mesh=False)
+    for d in ("p", "r"):
+        assert _split_rows(wide.chains[d]) > 0 and _split_rows(thin.chains[d]) == 0, d
+    assert _split_rows(thin.chains["k"]) == _split_rows(wide.chains["k"]) > 0  # other dimensions as before
+
+
+def test_when_the_narrow_family_applies() -> None:
+    flat = arch([None, 8], {})
+    meshed = arch([None, 8], {1: [MeshAxis("x", 2, ("all",))]})
+    assert not narrow.applies(Problem(MATMUL, flat), OPTIONS)  # no mesh: no narrower family worth a search
+    assert narrow.applies(Problem(MATMUL, meshed), OPTIONS)  # positions searched above the mesh
+    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(placement=False))  # nothing to narrow
+    assert narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(placement=False))  # windows over the mesh
+    result = solve(Problem(MATMUL, meshed), options=OPTIONS)
+    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(start=result.schedule))  # the user's start
+    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(dram_rows="tiebreak"))
+
+
+def test_the_start_is_the_narrow_family_and_the_solve_still_finds_the_wide_optimum(caplog) -> None:
+    """Row-stationary conv on a 4x3 PE array: the narrow family's best is 12 clocks, the wide optimum 2."""
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    first = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
+                                  lambda o: _solve(p, Constraints(), o, time.perf_counter(), True))
+    assert first is not None
+    split = {sp.dim for lm in first.levels for sp in lm.spatial}
+    assert split and not split & {"p", "r"}  # splits, but none of a window dimension
+    assert all(not lm.positions for lm in first.levels)  # default positions
+    start = (first.predicted.time, first.predicted.words_total)
+    assert start[0] >= 12  # the narrow family's best time (brute force, test_spatial_windows)
+    with caplog.at_level(logging.INFO, logger="mapsearch.solve.narrow"):
+        result = solve(p, options=OPTIONS)
+    assert any("a start for the full search" in r.getMessage() for r in caplog.records)
+    brute = bfs.brute_force_spatial(ROW_STATIONARY, PE_ARRAY)
+    assert result.status == "OPTIMAL_IN_FAMILY"  # proven; positions at the meshed level are not searched
+    assert [r.startswith("buffer placement") for r in result.family_restrictions] == [True]
+    assert (result.phases[0].value, result.phases[1].value) == brute.value == (2, 26)
+    assert (result.schedule.predicted.time, result.schedule.predicted.words_total) <= start
+
+
+def test_a_narrow_family_without_a_schedule_gives_no_start(caplog) -> None:
+    """The narrow search's infeasibility or timeout is not the problem's: no start, the reason logged."""
+    from mapsearch.errors import InfeasibleError, SolverTimeout
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    for error in (InfeasibleError("no schedule in the narrow family"), SolverTimeout("no schedule in 0.1 s")):
+        def fails(_options, error=error):
+            raise error
+
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mapsearch.solve.narrow"):
+            assert narrow.first_schedule(p, OPTIONS, time.perf_counter(), fails) is None
+        assert [r.getMessage() for r in caplog.records] == [
+            f"narrow family (windows unsplit over mesh axes, default positions): no first schedule ({error})"]
+
+
+def test_the_narrow_search_gets_a_share_of_the_time_left() -> None:
+    seen = []
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
+                          lambda o: seen.append(o) or _solve(p, Constraints(), o, time.perf_counter(), True))
+    assert len(seen) == 1 and not seen[0].placement
+    assert 40 * narrow.TIME_SHARE - 1 < seen[0].time_limit <= 40 * narrow.TIME_SHARE

@@ -19,6 +19,12 @@ The wide model validates the start itself and computes its figures; a start
 it refuses is ignored. So the optimum, the bound and what OPTIMAL means are
 those of the wide search; only which schedule a search cut short by its
 limit ends with can change.
+
+When the wide search then finds no schedule of its own (its model did not
+build, or no search ended with one, within the time left) or is stopped,
+the narrow schedule is the result, FEASIBLE, with the contract's floors as
+its bounds (:func:`fallback`): the narrow model's own floors hold for the
+narrow family only.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Callable
+from fractions import Fraction
+from typing import Callable, TypeVar
 
 import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
@@ -37,6 +44,12 @@ from mapsearch.model.windows import split_windows
 from mapsearch.schedule.schedule import Schedule
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")  # solve/run.SolveResult (this module is imported by run)
+
+# What a result from the narrow family alone searched (the full search found no schedule).
+NARROW_ONLY = ("the narrow family only (window dimensions unsplit over mesh axes, buffers at default positions, "
+               "coarse tile chains): the full search found no schedule")
 
 # The narrow coarse searches may use this share of the time left; the full search keeps the rest.
 TIME_SHARE = 0.5
@@ -56,8 +69,8 @@ def applies(problem: Problem, options: SolveOptions) -> bool:
 
 
 def first_schedule(problem: Problem, options: SolveOptions, started: float,
-                   solve_narrow: Callable[[SolveOptions], object]) -> Schedule | None:
-    """The narrow family's schedule (``solve_narrow(options)`` builds the narrow model), or None.
+                   solve_narrow: Callable[[SolveOptions], R]) -> R | None:
+    """The narrow family's result (``solve_narrow(options)`` builds the narrow model), or None.
 
     None when the narrow family has no schedule, its search found none in
     its share of the time, or the solve was stopped.
@@ -74,4 +87,25 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
         return None
     log.info("narrow family (windows unsplit over mesh axes, default positions): %s, a start for the full search",
              ", ".join(f"{p.name} {p.value}" for p in result.phases))
-    return result.schedule
+    return result
+
+
+def fallback(result: R, problem: Problem, seconds: float, interrupted: bool) -> R:
+    """The narrow ``result`` as the solve's, FEASIBLE, each phase's bound the contract's floor (time, words).
+
+    The narrow search's own bounds come from its chains, which leave window
+    splits over mesh axes out: they bound the narrow family only.
+    ``contract_floors`` holds for every schedule of the contract.
+    """
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    scale = clock_scale(problem.architecture)
+    time_floor, words_floor = contract_floors(problem, scale)
+    floors = {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}
+    phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
+                                       start_bound=None) for p in result.phases)
+    log.info("the full search found no schedule of its own%s: the narrow family's schedule is the result",
+             " before it was stopped" if interrupted else " in the time left")
+    return dataclasses.replace(result, status="FEASIBLE", phases=phases, solve_seconds=seconds,
+                               family_restrictions=(NARROW_ONLY,), interrupted=interrupted)

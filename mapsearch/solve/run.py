@@ -20,7 +20,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
-from mapsearch.errors import InfeasibleError, NoScheduleInFamily
+from mapsearch.errors import InfeasibleError, Interrupted, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.build import build
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
@@ -203,11 +203,21 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
 def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
            narrow_family: bool = False) -> SolveResult:
     """One search. ``narrow_family``: window dimensions unsplit over mesh axes (a first schedule, solve/narrow.py)."""
-    if not narrow_family and narrow.applies(problem, options):
-        first = narrow.first_schedule(problem, options, start, lambda o: _solve(problem, constraints, o,
-                                                                                time.perf_counter(), True))
-        if first is not None:
-            options = dataclasses.replace(options, start=first)
+    if narrow_family or not narrow.applies(problem, options):
+        return _search(problem, constraints, options, start, narrow_family)
+    first = narrow.first_schedule(problem, options, start, lambda o: _solve(problem, constraints, o,
+                                                                            time.perf_counter(), True))
+    if first is None:
+        return _search(problem, constraints, options, start)
+    try:
+        result = _search(problem, constraints, dataclasses.replace(options, start=first.schedule), start)
+    except (SolverTimeout, Interrupted) as error:
+        return narrow.fallback(first, problem, time.perf_counter() - start, isinstance(error, Interrupted))
+    return result
+
+
+def _search(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
+            narrow_family: bool = False) -> SolveResult:
     report("building the model")
     enc = build(problem, constraints, options, windows_over_mesh=not narrow_family)
     # The narrow family's phases are its coarse searches alone: each may take its share of the narrow limit.

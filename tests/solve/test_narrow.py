@@ -66,9 +66,10 @@ def test_when_the_narrow_family_applies() -> None:
 def test_the_start_is_the_narrow_family_and_the_solve_still_finds_the_wide_optimum(caplog) -> None:
     """Row-stationary conv on a 4x3 PE array: the narrow family's best is 12 clocks, the wide optimum 2."""
     p = Problem(ROW_STATIONARY, PE_ARRAY)
-    first = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
+    found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
                                   lambda o: _solve(p, Constraints(), o, time.perf_counter(), True))
-    assert first is not None
+    assert found is not None
+    first = found.schedule
     split = {sp.dim for lm in first.levels for sp in lm.spatial}
     assert split and not split & {"p", "r"}  # splits, but none of a window dimension
     assert all(not lm.positions for lm in first.levels)  # default positions
@@ -103,7 +104,39 @@ def test_a_narrow_family_without_a_schedule_gives_no_start(caplog) -> None:
 def test_the_narrow_search_gets_a_share_of_the_time_left() -> None:
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
-    narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
-                          lambda o: seen.append(o) or _solve(p, Constraints(), o, time.perf_counter(), True))
+    found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
+                                  lambda o: seen.append(o) or _solve(p, Constraints(), o, time.perf_counter(), True))
+    assert found is not None and found.phases[0].value == 12  # the narrow family's best time (coarse search)
     assert len(seen) == 1 and not seen[0].placement
     assert 40 * narrow.TIME_SHARE - 1 < seen[0].time_limit <= 40 * narrow.TIME_SHARE
+
+
+@pytest.mark.parametrize("error", ["timeout", "interrupt"])
+def test_without_a_schedule_of_its_own_the_full_search_returns_the_narrow_one(monkeypatch, error) -> None:
+    """The full search finds nothing (out of time, or stopped): the narrow schedule, FEASIBLE, bounded by the
+    contract's floors, which hold for the whole family (at most its optimum, 2 clocks and 26 words here)."""
+    from mapsearch.errors import Interrupted, SolverTimeout
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+    from mapsearch.solve import run
+
+    search = run._search
+
+    def wide_fails(problem, constraints, options, start, narrow_family=False):
+        if not narrow_family:
+            raise SolverTimeout("no schedule in 0 s") if error == "timeout" else Interrupted("interrupted")
+        return search(problem, constraints, options, start, narrow_family)
+
+    monkeypatch.setattr(run, "_search", wide_fails)
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    result = solve(p, options=OPTIONS)
+    assert result.status == "FEASIBLE" and result.interrupted == (error == "interrupt")
+    assert result.family_restrictions == (narrow.NARROW_ONLY,)
+    f = result.schedule.predicted
+    assert [ph.value for ph in result.phases] == [f.time, f.words_total]
+    assert f.time >= 12  # the narrow family's schedule (its best is 12 clocks)
+    scale = clock_scale(PE_ARRAY)
+    floors = contract_floors(p, scale)
+    assert [ph.bound for ph in result.phases] == [Fraction(floors[0], scale), floors[1]]
+    assert result.phases[0].bound <= 2 and result.phases[1].bound <= 26  # the whole family's optimum
+    assert not any(lm.spatial and {sp.dim for sp in lm.spatial} & {"p", "r"} for lm in result.schedule.levels)

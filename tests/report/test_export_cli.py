@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import timeloop_v04  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# Fixed array schedules with placed buffers (tests/data/export/README.md): not the solver's pick among optima.
+PLACED_100x37x61 = Path(__file__).resolve().parents[1] / "data" / "export" / "array-100x37x61-placed.schedule.json"
 MNK = EXAMPLES / "worked-example-mnk.schedule.json"
 
 
@@ -47,9 +49,9 @@ def test_peer_formats_to_a_directory(tmp_path, capsys, fmt, names):
 
 
 def test_a_schedule_timeloop_cannot_state_writes_nothing(tmp_path, capsys):
-    # The shipped schedule at default positions (it places A and B at the GLB, which Timeloop refuses first):
+    # The placed schedule at default positions (it places A and B at the GLB, which Timeloop refuses first):
     # its unequal parts are what Timeloop cannot state.
-    shipped = load_schedule(EXAMPLES / "array" / "matmul-100x37x61.schedule.json")
+    shipped = load_schedule(PLACED_100x37x61)
     source = tmp_path / "s.json"
     source.write_text(dumps_schedule(dataclasses.replace(
         shipped, levels=tuple(dataclasses.replace(lm, positions=()) for lm in shipped.levels), predicted=None)))
@@ -57,8 +59,8 @@ def test_a_schedule_timeloop_cannot_state_writes_nothing(tmp_path, capsys):
     err = _one_line_exit_2(capsys, ["export", str(source), "--format", "timeloop", "-o", str(out)])
     assert "cannot be stated exactly" in err
     assert not out.exists()
-    # As shipped, the placed buffers are refused, with what to do instead.
-    err = _one_line_exit_2(capsys, ["export", str(EXAMPLES / "array" / "matmul-100x37x61.schedule.json"),
+    # As placed, the buffers are refused, with what to do instead.
+    err = _one_line_exit_2(capsys, ["export", str(PLACED_100x37x61),
                                     "--format", "timeloop", "-o", str(out)])
     assert "buffers placed away from their level's tile" in err and "--no-placement" in err
     assert not out.exists()

@@ -30,6 +30,9 @@ import timeloop_v04  # noqa: E402
 from schedule_builder import build_schedule  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# Fixed array schedules with placed buffers (tests/data/export/README.md): not the solver's pick among optima.
+PLACED_128x96x64 = Path(__file__).resolve().parents[1] / "data" / "export" / "array-128x96x64-placed.schedule.json"
+PLACED_100x37x61 = Path(__file__).resolve().parents[1] / "data" / "export" / "array-100x37x61-placed.schedule.json"
 MATMUL = "Z[m,n] += A[m,k] * B[k,n]"
 
 
@@ -60,8 +63,8 @@ def mapsearch_tiles(s: Schedule, d: str) -> dict[str, list[int]]:
 
 
 def at_default_positions(path) -> Schedule:
-    """A shipped schedule with every buffer at its level's tile (Timeloop keeps tiles at level boundaries); the
-    shipped array schedules hold A and B whole at the GLB (an equal optimum the solver picks), which Timeloop
+    """A placed schedule with every buffer at its level's tile (Timeloop keeps tiles at level boundaries); the
+    fixed array schedules hold A and B whole at the GLB (an optimum the solver once picked), which Timeloop
     cannot state. The prediction is dropped: it was made for the placed buffers."""
     s = load_schedule(path)
     return dataclasses.replace(s, levels=tuple(dataclasses.replace(lm, positions=()) for lm in s.levels), predicted=None)
@@ -104,7 +107,7 @@ def test_97x193x61_with_remainder_tiles_uses_residual_factors():
 
 
 def test_16x16_array_schedule_with_a_pass_through_level():
-    s = at_default_positions(EXAMPLES / "array" / "matmul-128x96x64.schedule.json")
+    s = at_default_positions(PLACED_128x96x64)
     docs = check_exact(s)
     arch_nodes = docs["arch.yaml"]["architecture"]["nodes"]
     assert [n["name"] for n in arch_nodes] == ["system", "DRAM", "GLB", "PE_parts_array", "PE_parts", "PE", "MAC"]
@@ -134,7 +137,7 @@ def test_a_remainder_inside_a_full_tile_is_refused_not_padded():
     with pytest.raises(MapsearchError, match=r"^the Timeloop export: m: the temporal cut into 16 at L1 leaves a remainder "
                                              r"in pieces of 49 that are not the last one"):
         timeloop_files(s)
-    s2 = at_default_positions(EXAMPLES / "array" / "matmul-100x37x61.schedule.json")
+    s2 = at_default_positions(PLACED_100x37x61)
     with pytest.raises(MapsearchError, match="cannot be stated exactly"):
         timeloop_files(s2)
 

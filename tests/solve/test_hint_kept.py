@@ -36,8 +36,8 @@ def test_a_lost_hint_keeps_the_coarse_schedule(monkeypatch):
     coarse_values = []
     real_coarse = run._coarse_solution
 
-    def coarse(enc, options, left):
-        found = real_coarse(enc, options, left)
+    def coarse(enc, options, left, *share):
+        found = real_coarse(enc, options, left, *share)
         coarse_values.append(None if found is None else found[0])
         return found
 

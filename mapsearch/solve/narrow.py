@@ -35,7 +35,6 @@ import time
 from fractions import Fraction
 from typing import Callable, TypeVar
 
-import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
@@ -72,8 +71,9 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
                    solve_narrow: Callable[[SolveOptions], R]) -> R | None:
     """The narrow family's result (``solve_narrow(options)`` builds the narrow model), or None.
 
-    None when the narrow family has no schedule, its search found none in
-    its share of the time, or the solve was stopped.
+    None when the narrow family has no schedule or its search found none in
+    its share of the time. A solve stopped during the narrow search that
+    found a schedule still gets it (the caller then returns it, :func:`fallback`).
     """
     left = options.time_limit - (time.perf_counter() - started)
     narrow = dataclasses.replace(options, placement=False, time_limit=max(0.05, left * TIME_SHARE))
@@ -82,8 +82,6 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
     except (InfeasibleError, NoScheduleInFamily, SolverTimeout) as error:
         log.info("narrow family (windows unsplit over mesh axes, default positions): no first schedule (%s)",
                  str(error).splitlines()[0][:120])
-        return None
-    if budget.stopped():
         return None
     log.info("narrow family (windows unsplit over mesh axes, default positions): %s, a start for the full search",
              ", ".join(f"{p.name} {p.value}" for p in result.phases))

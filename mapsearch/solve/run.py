@@ -209,6 +209,8 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
                                                                             time.perf_counter(), True))
     if first is None:
         return _search(problem, constraints, options, start)
+    if budget.stopped():  # stopped during the narrow search: its schedule is all there is
+        return narrow.fallback(first, problem, time.perf_counter() - start, True)
     try:
         result = _search(problem, constraints, dataclasses.replace(options, start=first.schedule), start)
     except (SolverTimeout, Interrupted) as error:

@@ -140,3 +140,26 @@ def test_without_a_schedule_of_its_own_the_full_search_returns_the_narrow_one(mo
     assert [ph.bound for ph in result.phases] == [Fraction(floors[0], scale), floors[1]]
     assert result.phases[0].bound <= 2 and result.phases[1].bound <= 26  # the whole family's optimum
     assert not any(lm.spatial and {sp.dim for sp in lm.spatial} & {"p", "r"} for lm in result.schedule.levels)
+
+
+def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch) -> None:
+    """Ctrl-C while the narrow family is searched: its schedule (when it found one) is the result, FEASIBLE and
+    marked interrupted; the full search does not start."""
+    import mapsearch.budget as budget
+    from mapsearch.solve import run
+
+    search = run._search
+    searched = []
+
+    def narrow_then_stop(problem, constraints, options, start, narrow_family=False):
+        searched.append(narrow_family)
+        found = search(problem, constraints, options, start, narrow_family)
+        budget.current().stop()  # as the CLI's Ctrl-C handler does, once the narrow search has its schedule
+        return found
+
+    monkeypatch.setattr(run, "_search", narrow_then_stop)
+    result = solve(Problem(ROW_STATIONARY, PE_ARRAY), options=OPTIONS)
+    assert searched == [True]  # the full search never ran
+    assert result.interrupted and result.status == "FEASIBLE"
+    assert result.family_restrictions == (narrow.NARROW_ONLY,)
+    assert result.phases[0].value >= 12  # the narrow family's schedule (its best is 12 clocks)

@@ -4,14 +4,14 @@ Each widening of the searched family (filter-window dimensions split over
 mesh axes, buffer positions above the mesh) made the model larger, and
 CP-SAT's first schedules on it worse: under a work limit of 5 the ResNet-50
 3x3 layer on ``tpu-v4i-like`` ended its time phase at 6,422,528 clocks
-where the narrower model proves 28,224 in about a second, and BERT's FFN on
-the same preset at 1,188,864 where the narrower model proves the floor,
-18,432. Restricting the wide model's tables to the narrow rows does not
-help (CP-SAT does not shrink it back: 28.9 M clocks measured); building the
-narrow model does.
+where the narrower model proves 28,224 in about a second. Restricting the
+wide model's tables to the narrow rows does not help (CP-SAT does not
+shrink it back: 28.9 M clocks measured); building the narrow model does.
 
-So on a meshed path whose family is wider than the narrow one, ``solve``
-first solves the same problem with window dimensions unsplit over mesh axes
+So on a meshed path where window dimensions could be split over mesh axes
+(:func:`applies`; not where only buffer positions widen the family, which
+measured worse under a wall-clock limit), ``solve`` first solves the same
+problem with window dimensions unsplit over mesh axes
 and every buffer at its default position (a subset of the searched family:
 every narrow schedule is a schedule of the wide model), and uses its
 schedule as a warm start (solve/warm_start.py): a hint, never a constraint.
@@ -24,7 +24,12 @@ When the wide search then finds no schedule of its own (its model did not
 build, or no search ended with one, within the time left) or is stopped,
 the narrow schedule is the result, FEASIBLE, with the contract's floors as
 its bounds (:func:`fallback`): the narrow model's own floors hold for the
-narrow family only.
+narrow family only. When the wide search ends with a worse schedule than
+the narrow one (its limit came before it could check the start: on the
+``tpu-v4i-like`` 1x1 layers under a 30 s limit, checking the start's
+decisions in the wide model outlasted its share, the start was dropped,
+and the time phase ended at 25,690,112 clocks where the start had 1,940),
+the narrow schedule is the result too (:func:`better_of`).
 """
 
 from __future__ import annotations
@@ -55,16 +60,22 @@ TIME_SHARE = 0.5
 
 
 def applies(problem: Problem, options: SolveOptions) -> bool:
-    """On a meshed path with no start of the user's, where the narrow family is narrower than the searched one.
+    """On a meshed path with no start of the user's, where window dimensions could be split over mesh axes.
 
-    Not without a mesh: there the placement-free model's coarse schedule is
-    no better a start than the wide model's own (the ResNet-50 3x3 layer on
-    ``cpu-core``, work limit 5: words 295 M and 210 M on its two role
-    bindings with it, 210 M without), and costs its search time.
+    Not where only buffer positions widen the family: under a wall-clock
+    limit the narrow search's share of the time cost more than its start
+    gained (``tpu-v4i-like``, one worker, 30 s: the 1x1 stride-2 layer
+    ended at 4,325 clocks against 2,508 proven without it, the 1x1 128->512
+    layer at 4.17 M words against 2.10 M; BERT's FFN at 60 s: the narrow
+    search found nothing in its 30 s and the full one ended at 604 M clocks,
+    against 1.19 M without it). Not without a mesh: there the placement-free
+    model's coarse schedule is no better a start than the wide model's own
+    (the ResNet-50 3x3 layer on ``cpu-core``, work limit 5: words 295 M and
+    210 M on its two role bindings with it, 210 M without).
     """
     if options.start is not None or options.models_dram_rows or not meshed_levels(problem):
         return False
-    return options.placement or bool(split_windows(problem, frozenset(), None)[0])
+    return bool(split_windows(problem, frozenset(), None)[0])
 
 
 def first_schedule(problem: Problem, options: SolveOptions, started: float,
@@ -107,3 +118,35 @@ def fallback(result: R, problem: Problem, seconds: float, interrupted: bool) -> 
              " before it was stopped" if interrupted else " in the time left")
     return dataclasses.replace(result, status="FEASIBLE", phases=phases, solve_seconds=seconds,
                                family_restrictions=(NARROW_ONLY,), interrupted=interrupted)
+
+
+def better_of(wide: R, first: R, problem: Problem) -> R:
+    """The wide search's result, or the narrow ``first`` when its schedule is better (phase values compared in
+    priority order), then FEASIBLE with bounds that hold for the family the wide search covered.
+
+    The wide first phase's bound holds for every schedule of its family (the
+    narrow family is inside it); a later phase's bound holds only at the
+    earlier phases' values that the wide search reached, so those take the
+    contract's floors. The restrictions are the wide search's: what the
+    bounds cover.
+    """
+    values = [p.value for p in wide.phases]
+    narrow_values = [p.value for p in first.phases][:len(values)]
+    if not values or narrow_values >= values[:len(narrow_values)]:
+        return wide
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    scale = clock_scale(problem.architecture)
+    time_floor, words_floor = contract_floors(problem, scale)
+    floors = {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}
+    phases = []
+    for i, p in enumerate(first.phases):
+        bound = max(floors.get(p.name, Fraction(0)), wide.phases[0].bound) if i == 0 else floors.get(p.name, Fraction(0))
+        phases.append(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, bound), start_bound=None))
+    log.info("the full search ended worse (%s) than the narrow family's schedule (%s): the narrow schedule is the "
+             "result", ", ".join(f"{p.name} {p.value}" for p in wide.phases),
+             ", ".join(f"{p.name} {p.value}" for p in first.phases))
+    return dataclasses.replace(first, status="FEASIBLE", phases=tuple(phases), solve_seconds=wide.solve_seconds,
+                               space=wide.space, family_restrictions=wide.family_restrictions,
+                               interrupted=wide.interrupted)

@@ -215,7 +215,7 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
         result = _search(problem, constraints, dataclasses.replace(options, start=first.schedule), start)
     except (SolverTimeout, Interrupted) as error:
         return narrow.fallback(first, problem, time.perf_counter() - start, isinstance(error, Interrupted))
-    return result
+    return narrow.better_of(result, first, problem)
 
 
 def _search(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
@@ -232,8 +232,10 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         enc.model, _objectives(enc, options), options, start,
         decode=lambda solver: decode(enc, solver),
         hint_vars=_decision_vars(enc),
+        # Checking a start's decisions is one presolve of the model with them fixed: on a 128x128 array that took
+        # more than a quarter of 13 s left, and the start was dropped; it may take half.
         coarse=lambda left, phase_floor: with_start(enc, known, lambda: _coarse_solution(enc, options, left, coarse_share),
-                                                    lambda: new_solver(options, min(left, max(0.05, left / 4))),
+                                                    lambda: new_solver(options, min(left, max(0.05, left / 2))),
                                                     phase_floor),
         floor=lambda name: _floor(enc, name),
         on_infeasible=(lambda: InfeasibleError("no schedule in the narrow family")) if narrow_family else

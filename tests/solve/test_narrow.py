@@ -55,12 +55,13 @@ def test_when_the_narrow_family_applies() -> None:
     flat = arch([None, 8], {})
     meshed = arch([None, 8], {1: [MeshAxis("x", 2, ("all",))]})
     assert not narrow.applies(Problem(MATMUL, flat), OPTIONS)  # no mesh: no narrower family worth a search
-    assert narrow.applies(Problem(MATMUL, meshed), OPTIONS)  # positions searched above the mesh
-    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(placement=False))  # nothing to narrow
-    assert narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(placement=False))  # windows over the mesh
-    result = solve(Problem(MATMUL, meshed), options=OPTIONS)
-    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(start=result.schedule))  # the user's start
-    assert not narrow.applies(Problem(MATMUL, meshed), SolveOptions(dram_rows="tiebreak"))
+    # Positions above the mesh alone: the narrow search's share of the time costs more than it gains.
+    assert not narrow.applies(Problem(MATMUL, meshed), OPTIONS)
+    assert narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), OPTIONS)  # windows over the mesh
+    assert narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(placement=False))
+    result = solve(Problem(ROW_STATIONARY, PE_ARRAY), options=OPTIONS)
+    assert not narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(start=result.schedule))  # the user's
+    assert not narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(dram_rows="tiebreak"))
 
 
 def test_the_start_is_the_narrow_family_and_the_solve_still_finds_the_wide_optimum(caplog) -> None:
@@ -163,3 +164,34 @@ def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch
     assert result.interrupted and result.status == "FEASIBLE"
     assert result.family_restrictions == (narrow.NARROW_ONLY,)
     assert result.phases[0].value >= 12  # the narrow family's schedule (its best is 12 clocks)
+
+
+def test_a_full_search_that_ends_worse_than_the_narrow_schedule_returns_the_narrow_one() -> None:
+    """The full search cut short may end worse than its start (the start dropped when checking it outlasted its
+    share): the narrow schedule is then the result, FEASIBLE, its first bound the full search's (it covers the
+    narrow family too), the later ones the contract's floors."""
+    import dataclasses
+
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    first = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
+                                  lambda o: _solve(p, Constraints(), o, time.perf_counter(), True))
+    wide = solve(p, options=OPTIONS)
+    assert [ph.value for ph in wide.phases] == [2, 26] and [ph.value for ph in first.phases][0] == 12
+    assert narrow.better_of(wide, first, p) is wide  # the full search's schedule is better: kept
+    worse = dataclasses.replace(wide, status="FEASIBLE", phases=tuple(
+        dataclasses.replace(ph, status="FEASIBLE", value=ph.value * 100, bound=Fraction(1)) for ph in wide.phases))
+    kept = narrow.better_of(worse, first, p)
+    assert kept.schedule is first.schedule and kept.status == "FEASIBLE"
+    assert [ph.value for ph in kept.phases] == [ph.value for ph in first.phases]
+    scale = clock_scale(PE_ARRAY)
+    time_floor, words_floor = contract_floors(p, scale)
+    assert kept.phases[0].bound == max(Fraction(time_floor, scale), Fraction(1))
+    assert kept.phases[1].bound == min(words_floor, first.phases[1].value)
+    assert kept.family_restrictions == worse.family_restrictions and kept.space is worse.space
+    # A tie keeps the full search's result.
+    tie = dataclasses.replace(wide, phases=tuple(dataclasses.replace(ph, value=fp.value)
+                                                 for ph, fp in zip(wide.phases, first.phases)))
+    assert narrow.better_of(tie, first, p) is tie

@@ -98,14 +98,14 @@ def test_awkward_shape_uses_unequal_parts(awkward) -> None:
     assert f.array_utilization == Fraction(225700, 256 * 988) == Fraction(56425, 63232)
     assert f.words_total == 45056
     # The schedule: m = 100 in parts of 13 (8 PEs, the last part 9) and n = 37 in parts of 19
-    # (2 PEs: 19 + 18) share x (8 x 2 = 16 PEs); the GLB holds the tensors whole and k = 61 is cut
-    # in parts of 4 along y (16 PEs, the last with 1). PE 0 covers 13 rows, 19 columns and 4 of k:
-    # 13 x 19 x 4 = 988 calls. (Optima tie: GLB k tiles of 31 or 32 with parts of 2 give the same.)
+    # (2 PEs: 19 + 18) share x (8 x 2 = 16 PEs); the GLB tiles k by 31 (pieces 31, 30), cut in
+    # parts of 2 along y (16 PEs in the 31 piece, the last with 1; 15 in the 30 piece). PE 0 covers
+    # 13 rows, 19 columns and 2 + 2 = 4 of k: 13 x 19 x 4 = 988 calls. (GLB k tiles of 31 and 32 tie.)
     glb, pe = result.schedule.levels[1], result.schedule.levels[2]
-    assert {(s.dim, s.part, s.axis) for s in pe.spatial} == {("m", 13, "x"), ("n", 19, "x"), ("k", 4, "y")}
-    assert (glb.tile_extent("m"), glb.tile_extent("n"), glb.tile_extent("k")) == (100, 37, 61)
-    assert -(-100 // 13) * -(-37 // 19) == 16 == -(-61 // 4)
-    assert 13 * 19 * 4 == 988
+    assert {(s.dim, s.part, s.axis) for s in pe.spatial} == {("m", 13, "x"), ("n", 19, "x"), ("k", 2, "y")}
+    assert glb.tile_extent("k") == 31 and (glb.tile_extent("m"), glb.tile_extent("n")) == (100, 37)
+    assert -(-100 // 13) * -(-37 // 19) == 16 == -(-31 // 2)
+    assert 13 * 19 * (2 + 2) == 988
     # Before unequal parts the solver's family held 1,184 clocks (array utilization 1525/2048):
     # parts had to divide every GLB piece, so PE 0 covered 8 of m's 100 rows and 4 of k's 61 with n whole.
     assert 8 * 37 * 4 == 1184 > 988
@@ -131,13 +131,12 @@ def test_hand_written_unequal_schedule_is_beaten() -> None:
 def test_two_meshed_levels_split_parts_of_parts() -> None:
     """100x37x61 on 4 clusters (axis c, multicast of inputs over the GLB bus) of 8x8 PEs.
 
-    The GLB tiles k by 32 (pieces 32 and 29) and keeps B and Z (A bypasses
-    it, an equal optimum); the clusters take m in halves (50 + 50) and k in
-    parts of 16 (16 + 16 and 16 + 13); each cluster's LB tiles k by 8 (8 + 8
-    and 8 + 5), its PEs split n in parts of 5 (7 x 5 + 2 over x) and k in
-    parts of 1 (8 over y). PE 0 makes 50 (m) x 5 (n: tiles 3 + 2) x 4 (k:
-    two LB tiles of 8 in each of the two GLB pieces) = 1,000 calls, and
-    compute binds.
+    The GLB holds the tensors whole (A and B placed above the mesh, an equal
+    optimum); the clusters take m in halves (50 + 50) and k in parts of 31
+    (31 + 30); each cluster's LB tiles k by 8 (8, 8, 8, 7 and 8, 8, 8, 6),
+    its PEs split n in parts of 5 (7 x 5 + 2 over x) and k in parts of 1
+    (8 over y). PE 0 makes 50 (m) x 5 (n: tiles 3 + 2) x 4 (k: one of each
+    LB tile) = 1,000 calls, and compute binds.
     """
     from mapsearch.report.spatial import spatial_dict
 
@@ -150,13 +149,13 @@ def test_two_meshed_levels_split_parts_of_parts() -> None:
     events = replay(result.schedule, mode="events").figures
     assert differences(result.schedule.predicted, events) == []
     lb, pe = result.schedule.levels[2], result.schedule.levels[3]
-    assert {(s.dim, s.part, s.axis) for s in lb.spatial} == {("m", 50, "c"), ("k", 16, "c")}
+    assert {(s.dim, s.part, s.axis) for s in lb.spatial} == {("m", 50, "c"), ("k", 31, "c")}
     assert {(s.dim, s.part, s.axis) for s in pe.spatial} == {("n", 5, "x"), ("k", 1, "y")}
-    # Per level: the busiest cluster does 50 x 37 x (16 + 16) = 59,200 calls of the 225,700;
-    # within it the busiest PE does 1,000 of those 59,200. The two utilizations multiply to the array's.
+    # Per level: the busiest cluster does 50 x 37 x 31 = 57,350 calls of the 225,700;
+    # within it the busiest PE does 1,000 of those 57,350. The two utilizations multiply to the array's.
     levels = spatial_dict(result.schedule, f)
-    assert [(e["level"], e["busiest_calls"]) for e in levels] == [("LB", 59200), ("PE", 1000)]
-    assert 50 * 37 * 32 == 59200
-    assert levels[0]["array_utilization"] == pytest.approx(225700 / (4 * 59200))
-    assert levels[1]["array_utilization"] == pytest.approx(59200 / (64 * 1000))
+    assert [(e["level"], e["busiest_calls"]) for e in levels] == [("LB", 57350), ("PE", 1000)]
+    assert 50 * 37 * 31 == 57350
+    assert levels[0]["array_utilization"] == pytest.approx(225700 / (4 * 57350))
+    assert levels[1]["array_utilization"] == pytest.approx(57350 / (64 * 1000))
     assert levels[0]["array_utilization"] * levels[1]["array_utilization"] == pytest.approx(float(f.array_utilization))

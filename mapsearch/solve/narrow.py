@@ -106,12 +106,7 @@ def fallback(result: R, problem: Problem, seconds: float, interrupted: bool) -> 
     splits over mesh axes out: they bound the narrow family only.
     ``contract_floors`` holds for every schedule of the contract.
     """
-    from mapsearch.model.bounds import contract_floors
-    from mapsearch.model.build import clock_scale
-
-    scale = clock_scale(problem.architecture)
-    time_floor, words_floor = contract_floors(problem, scale)
-    floors = {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}
+    floors = _contract_floors(problem)
     phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
                                        start_bound=None) for p in result.phases)
     log.info("the full search found no schedule of its own%s: the narrow family's schedule is the result",
@@ -134,12 +129,7 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     narrow_values = [p.value for p in first.phases][:len(values)]
     if not values or narrow_values >= values[:len(narrow_values)]:
         return wide
-    from mapsearch.model.bounds import contract_floors
-    from mapsearch.model.build import clock_scale
-
-    scale = clock_scale(problem.architecture)
-    time_floor, words_floor = contract_floors(problem, scale)
-    floors = {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}
+    floors = _contract_floors(problem)
     phases = []
     for i, p in enumerate(first.phases):
         bound = max(floors.get(p.name, Fraction(0)), wide.phases[0].bound) if i == 0 else floors.get(p.name, Fraction(0))
@@ -150,3 +140,13 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     return dataclasses.replace(first, status="FEASIBLE", phases=tuple(phases), solve_seconds=wide.solve_seconds,
                                space=wide.space, family_restrictions=wide.family_restrictions,
                                interrupted=wide.interrupted)
+
+
+def _contract_floors(problem: Problem) -> dict[str, Fraction]:
+    """Per phase name, a floor of every schedule of the contract (``model/bounds.contract_floors``)."""
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    scale = clock_scale(problem.architecture)
+    time_floor, words_floor = contract_floors(problem, scale)
+    return {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}

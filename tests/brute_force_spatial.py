@@ -39,10 +39,9 @@ straight from docs/spatial.md ("What the solver searches"):
 - with ``POSITIONS`` (docs/spatial.md, "Buffer placement above the mesh"),
   every position of every buffer above the outermost meshed level ``s``
   whose loops are all above ``s`` (``0 .. (s-1)*D``), non-decreasing going
-  inward; an output's buffer there leaves its default position only when a
-  lower buffer of it, also above ``s``, keeps it (that one is the meshed
-  buffers' keeper, whose region changes flush idle instances). Buffers at
-  and below ``s`` keep their default positions.
+  inward, an output's too (its lowest buffer there is the meshed buffers'
+  keeper: the replay flushes idle instances on its region changes). Buffers
+  at and below ``s`` keep their default positions.
 
 Scoring is the replay's (``replay(mode="count")``), with two shortcuts that
 change nothing (``tests/solve/test_spatial_vs_brute_force.py`` checks both
@@ -58,10 +57,10 @@ against plain replays, schedule by schedule):
   tensor, x2 double-buffered when smaller than the tensor), which is the
   replay's per-instance peak (instance 0's part is the largest, and its
   first tile is the level's tile). A placed buffer's traffic is its own
-  too: one more replay per position, every input's buffer at that
-  position, gives each input's words there (an output has one free level
-  above the mesh, so its buffer keeps its default position); its first
-  region is its largest (the pieces of its anchor level and the parent).
+  too, flushes included (they follow that tensor's own keeper): one more
+  replay per position, every tensor's buffer at that position, gives each
+  tensor's words there; its first region is its largest (the pieces of its
+  anchor level and the parent).
   Otherwise (a mesh above L0: the links below it have one copy per
   instance and their time is the busiest copy's) every schedule is replayed
   as it is.
@@ -119,6 +118,7 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
 POSITIONS = True  # buffers above the mesh at every position above it (False: default positions only)
+OUTPUT_POSITIONS = True  # False: an output's lowest buffer above the mesh at its default position (the family before)
 WINDOW_PARTS = "solver"  # a filter window's dims: "solver" (equal parts above L0), "equal", "all" or "none"
 
 
@@ -287,8 +287,9 @@ def position_choices(w: Workload, arch: Architecture, keeps) -> list[dict[tuple[
         options = []
         for seq in itertools.combinations_with_replacement(range((first - 1) * D + 1), len(levels)):
             moved = {i: p for i, p in zip(levels, seq) if p != i * D}
-            if w.is_output(t) and any(not any(k in keeps[t] for k in range(i + 1, first)) for i in moved):
-                continue  # the output's lowest buffer above the mesh keeps its default position
+            if not OUTPUT_POSITIONS and w.is_output(t) and any(not any(k in keeps[t] for k in range(i + 1, first))
+                                                               for i in moved):
+                continue  # the family before: the output's lowest buffer above the mesh at its default position
             options.append({(t, i): p for i, p in moved.items()})
         per_tensor.append(options)
     return [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*per_tensor)]
@@ -436,8 +437,8 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
                     keeps = every if kept else {t: frozenset({depth}) for t in names}
                     per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
                     n_replays += 1
-                for p in moved_to:  # every input's buffer above the mesh at position p
-                    at = {(t, i): p for t in names if not w.is_output(t) for i in every[t] if i < depth and p != i * len(w.dims)}
+                for p in moved_to:  # every tensor's buffer above the mesh at position p
+                    at = {(t, i): p for t in names for i in every[t] if i < depth and p != i * len(w.dims)}
                     per[("at", p)] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
                     n_replays += 1
                 compute_time = Fraction(per[True].compute_time)

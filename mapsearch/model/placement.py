@@ -55,34 +55,23 @@ def placement_disabled_reason(enc: Encoding) -> str | None:
     return None
 
 
-def searched_levels(enc: Encoding, tensor: str) -> dict[int, tuple[int, bool]]:
-    """Per level whose buffer of ``tensor`` has its position searched: ``(largest cut, needs a buffer below)``.
+def searched_levels(enc: Encoding, tensor: str) -> dict[int, int]:
+    """Per level whose buffer of ``tensor`` has its position searched: its largest cut.
 
     Without a mesh every level below the home, every cut. With one, only the
     levels above the outermost meshed level ``s``, at cuts whose loops are
     all above it (``c <= (s-1)*r``), docs/spatial.md "Buffer placement above
-    the mesh"; an output's buffer there may leave its default position only
-    when a buffer of the output at a level between it and ``s`` is the
-    meshed buffers' keeper (the idle instances' flush follows that keeper's
-    default region changes). Empty for a tensor no advancing loop indexes.
+    the mesh"; an output's buffers too, whose positions decide when the idle
+    instances below are flushed (:func:`flushers`). Empty for a tensor no
+    advancing loop indexes.
     """
     p = enc.problem
     J, r = p.depth, len(placed_dims(enc, tensor))
     if r == 0:
         return {}
     first = enc.spatial_levels[0] if enc.spatial_levels else J + 1
-    out = {}
-    for i in range(p.home(tensor) + 1, min(first, J + 1)):
-        if enc.kept[(tensor, i)] is False:
-            continue
-        if first > J:
-            out[i] = (J * r, False)
-            continue
-        below = [k for k in range(i + 1, first) if enc.kept[(tensor, k)] is not False]
-        if p.workload.is_output(tensor) and not below:
-            continue
-        out[i] = ((first - 1) * r, p.workload.is_output(tensor))
-    return out
+    last = J * r if first > J else (first - 1) * r
+    return {i: last for i in range(p.home(tensor) + 1, min(first, J + 1)) if enc.kept[(tensor, i)] is not False}
 
 
 # The restriction's words, read back by solve/unsplit.py when it narrows the restriction.
@@ -94,15 +83,9 @@ def meshed_placement_restriction(enc: Encoding) -> str | None:
     """The family restriction of placement on a meshed path, or None where every position is searched."""
     if not enc.spatial_levels or placement_disabled_reason(enc) is not None:
         return None
-    p = enc.problem
-    first = enc.spatial_levels[0]
-    names = [t for t in p.workload.tensor_names if placed_dims(enc, t)]
-    if not names:
+    if not any(placed_dims(enc, t) for t in enc.problem.workload.tensor_names):
         return None
-    nearest = [t for t in names if p.workload.is_output(t)
-               and any(enc.kept[(t, i)] is not False for i in range(p.home(t) + 1, first))]
-    where = "at and below the meshed levels" + "".join(f" and for {t}'s lowest buffer above them" for t in nearest)
-    return f"{MESHED_PLACEMENT} {where} {FANOUT}"
+    return f"{MESHED_PLACEMENT} at and below the meshed levels {FANOUT}"
 
 
 def placed_dims(enc: Encoding, tensor: str) -> list[str]:
@@ -120,16 +103,12 @@ def add_placements(enc: Encoding) -> None:
     for t in p.workload.tensor_names:
         r = len(placed_dims(enc, t))
         cuts: dict[int, object] = {}
-        for i, (last, needs_below) in searched_levels(enc, t).items():
+        for i, last in searched_levels(enc, t).items():
             kept = enc.kept[(t, i)]
             lits = {c: enc.model.new_bool_var(f"at_{t}_L{i}_c{c}") for c in range(last + 1)}
             enc.model.add_exactly_one(lits.values())
             if kept is not True:
                 enc.model.add_implication(~kept, lits[i * r])
-            if needs_below:
-                below = [enc.kept[(t, k)] for k in range(i + 1, enc.spatial_levels[0])]
-                if not any(k is True for k in below):
-                    enc.model.add_bool_or([k for k in below if k is not False]).only_enforce_if(~lits[i * r])
             enc.at[(t, i)] = lits
             cut = enc.model.new_int_var(0, last, f"cut_{t}_L{i}")
             enc.model.add(cut == sum(c * lit for c, lit in lits.items()))
@@ -186,6 +165,54 @@ def _outside(enc: Encoding, tensor: str, c: int) -> tuple[int, dict[str, Literal
                 out[d] = lit
         enc.cache[key] = out
     return j, enc.cache[key]
+
+
+def loop_outside(enc: Encoding, tensor: str, i: int, m: int, d: str) -> Literal:
+    """Literal: the level-``m`` loop over ``d`` (a placed dim of ``tensor``) is outside the level-``i`` buffer.
+
+    Its default cut ``i*r`` has it outside iff ``m <= i``; a cut ``(j-1)*r + m'`` has it outside iff
+    ``m < j``, or ``m == j`` and ``d`` is among the first ``m'`` ``R`` loops of level ``j`` (cut 0: never).
+    The buffer's region along ``d`` then moves whenever that loop advances (docs/spatial.md, "Buffer
+    placement above the mesh", 3).
+    """
+    lits = enc.at.get((tensor, i)) if getattr(enc, "at", None) else None
+    if not lits:
+        return m <= i
+    key = ("loop_outside", tensor, i, m, d)
+    if key not in enc.cache:
+        terms = []
+        for c, at in lits.items():
+            if c == 0:
+                continue
+            j, out = _outside(enc, tensor, c)
+            if m < j:
+                terms.append(at)
+            elif m == j:
+                terms.append(enc.bool_and([at, out[d]], f"{tensor}_L{i}_c{c}_{d}{m}_outside"))
+        enc.cache[key] = enc.bool_or(terms, f"{tensor}_L{i}_{d}{m}_outside")
+    return enc.cache[key]
+
+
+def flushers(enc: Encoding, tensor: str, levels: tuple[int, ...], d: str) -> list[Literal]:
+    """Literals, one of which holds exactly when an idle instance holding output ``tensor`` through
+    remainders of ``d`` at ``levels`` (the mask of ``model/tiles.idle_sums``) is flushed.
+
+    A keeper at a default position flushes it when it is kept at a level of the mask (docs/spatial.md,
+    "Several meshed levels", fact 6). A placed buffer (above the mesh, every mask level is below it or
+    its cut's loops) flushes it when kept with the outermost remainder's loop, over ``d`` at level
+    ``min(levels)``, outside its cut (docs/spatial.md, "Buffer placement above the mesh", 3).
+    """
+    p = enc.problem
+    out = []
+    for j in range(p.home(tensor) + 1, p.depth + 1):
+        kept = enc.kept[(tensor, j)]
+        if kept is False:
+            continue
+        if getattr(enc, "at", None) and (tensor, j) in enc.at:
+            out.append(enc.bool_and([kept, loop_outside(enc, tensor, j, min(levels), d)], f"{tensor}_L{j}_flushes"))
+        elif j in levels:
+            out.append(kept)
+    return out
 
 
 def cut_words(enc: Encoding, tensor: str, c: int) -> Q:

@@ -36,6 +36,7 @@ import math
 from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q, negate
 from mapsearch.model.order import before
+from mapsearch.model.placement import flushers
 from mapsearch.model.problem import footprint
 from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum
@@ -134,8 +135,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
             return small_sum(enc, d, f, k, at, v)
         parts = [small_sum(enc, d, f, k, at, v, idle=False)]
         for levels, idle in idle_sums(enc, d, f, k, at, v):
-            kept = [enc.kept[(tensor, j)] for j in levels]
-            parts.append(enc.select(enc.bool_and([negate(x) for x in kept], f"{tensor}_unflushed"), idle,
+            flush = flushers(enc, tensor, levels, d)
+            parts.append(enc.select(enc.bool_and([negate(x) for x in flush], f"{tensor}_unflushed"), idle,
                                     Q.const(0), f"{tensor}_L{i}_{d}_idle"))
         return enc.total(parts)
 

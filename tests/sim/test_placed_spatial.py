@@ -33,11 +33,9 @@ def _first_meshed(s: Schedule) -> int:
     return next((i for i, lv in enumerate(s.architecture.levels) if lv.instances > 1), len(s.levels))
 
 
-def place_above_mesh(s: Schedule, rng: random.Random, family: bool = False) -> Schedule:
-    """``s`` with random legal positions for its buffers above the mesh (outermost level first, nested).
-
-    ``family``: as the solver searches them, an output's lowest buffer above the mesh at its default position.
-    """
+def place_above_mesh(s: Schedule, rng: random.Random) -> Schedule:
+    """``s`` with random legal positions for its buffers above the mesh (outermost level first, nested): the
+    solver's family, an output's buffers too (docs/spatial.md, "Buffer placement above the mesh")."""
     D = len(s.workload.dims)
     first = _first_meshed(s)
     levels = list(s.levels)
@@ -46,8 +44,7 @@ def place_above_mesh(s: Schedule, rng: random.Random, family: bool = False) -> S
         for i in range(1, first):
             if not s.keeps(t, i):
                 continue
-            fixed = family and s.workload.is_output(t) and not any(s.keeps(t, k) for k in range(i + 1, first))
-            p = i * D if fixed else rng.randint(lowest, (first - 1) * D)
+            p = rng.randint(lowest, (first - 1) * D)
             lowest = p
             if p != i * D:
                 levels[i] = replace(levels[i], positions=tuple(sorted(levels[i].positions + ((t, p),))))

@@ -57,11 +57,9 @@ pytestmark = pytest.mark.usefixtures("meshed_family_only")  # the spatial family
 HALF = Fraction(1, 2)
 FAST = Link(Fraction(1, 16), Fraction(1, 16))  # links that never bind: the time is the busiest PE's calls
 def placement(w, a) -> str:
-    """The named restriction of buffer placement: at and below the mesh, and the output's lowest buffer above it
-    where a level above the mesh exists (docs/spatial.md, "Buffer placement above the mesh")."""
-    first = next(i for i, lv in enumerate(a.levels) if lv.instances > 1)
-    output = f" and for {w.einsum.output.name}'s lowest buffer above them" if first > 1 else ""
-    return f"buffer placement: default positions only at and below the meshed levels{output} (spatial fanout)"
+    """The named restriction of buffer placement: at and below the mesh (docs/spatial.md, "Buffer placement
+    above the mesh")."""
+    return "buffer placement: default positions only at and below the meshed levels (spatial fanout)"
 
 
 def conv(text: str, **extents: int) -> Workload:

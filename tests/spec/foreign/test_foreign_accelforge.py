@@ -53,8 +53,7 @@ def test_tpu_v4i_solves_on_its_two_meshed_levels_and_replays():
     f = result.schedule.predicted
     assert best == "MAC" and result.status == "OPTIMAL_IN_FAMILY"
     assert result.family_restrictions == ("buffer placement: default positions only at and below the meshed levels "
-                                          "and for Z's lowest buffer above them (in schedules with a spatial "
-                                          "split; those without one: every position)",)
+                                          "(in schedules with a spatial split; those without one: every position)",)
     assert [lv.instances for lv in result.schedule.architecture.levels] == [1, 1, 4, 16384, 1]
     assert (f.time, f.words_total) == (2, 2240)
     assert differences(f, replay(result.schedule, mode="count").figures) == []

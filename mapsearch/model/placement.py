@@ -39,7 +39,7 @@ Encoding, per tensor ``X`` and level ``i`` strictly below its home:
 
 from __future__ import annotations
 
-from mapsearch.model.encoding import Encoding, Literal, Q
+from mapsearch.model.encoding import Encoding, Literal, Q, negate
 from mapsearch.model.order import before
 from mapsearch.model.regions import region_of
 from mapsearch.model.tiles import footprint_at, whole_at
@@ -193,6 +193,25 @@ def loop_outside(enc: Encoding, tensor: str, i: int, m: int, d: str) -> Literal:
     return enc.cache[key]
 
 
+def flush_class(enc: Encoding, tensor: str, levels: tuple[int, ...]) -> tuple:
+    """What :func:`flushers` reads of a mask: its lowest level and its levels whose buffer keeps its default
+    position. Masks of one class are flushed alike."""
+    return min(levels), tuple(j for j in levels if not _placed(enc, tensor, j))
+
+
+def unflushed(enc: Encoding, tensor: str, levels: tuple[int, ...], d: str) -> Literal:
+    """Literal: no buffer of output ``tensor`` flushes the idle pieces of ``d`` with mask ``levels``
+    (:func:`flushers`)."""
+    key = ("unflushed", tensor, flush_class(enc, tensor, levels), d)
+    if key not in enc.cache:
+        enc.cache[key] = enc.bool_and([negate(x) for x in flushers(enc, tensor, levels, d)], f"{tensor}_unflushed")
+    return enc.cache[key]
+
+
+def _placed(enc: Encoding, tensor: str, j: int) -> bool:
+    return bool(getattr(enc, "at", None)) and (tensor, j) in enc.at
+
+
 def flushers(enc: Encoding, tensor: str, levels: tuple[int, ...], d: str) -> list[Literal]:
     """Literals, one of which holds exactly when an idle instance holding output ``tensor`` through
     remainders of ``d`` at ``levels`` (the mask of ``model/tiles.idle_sums``) is flushed.
@@ -208,8 +227,12 @@ def flushers(enc: Encoding, tensor: str, levels: tuple[int, ...], d: str) -> lis
         kept = enc.kept[(tensor, j)]
         if kept is False:
             continue
-        if getattr(enc, "at", None) and (tensor, j) in enc.at:
-            out.append(enc.bool_and([kept, loop_outside(enc, tensor, j, min(levels), d)], f"{tensor}_L{j}_flushes"))
+        if _placed(enc, tensor, j):
+            key = ("flushes", tensor, j, min(levels), d)
+            if key not in enc.cache:
+                enc.cache[key] = enc.bool_and([kept, loop_outside(enc, tensor, j, min(levels), d)],
+                                              f"{tensor}_L{j}_flushes")
+            out.append(enc.cache[key])
         elif j in levels:
             out.append(kept)
     return out

@@ -34,9 +34,9 @@ from __future__ import annotations
 import math
 
 from mapsearch.model.chains import Footprint
-from mapsearch.model.encoding import Encoding, Q, negate
+from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
-from mapsearch.model.placement import flushers
+from mapsearch.model.placement import flush_class, unflushed
 from mapsearch.model.problem import footprint
 from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum
@@ -133,12 +133,17 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         where no keeper of the tensor there can flush it (an output's: model/tiles.idle_sums)."""
         if not is_output:
             return small_sum(enc, d, f, k, at, v)
-        parts = [small_sum(enc, d, f, k, at, v, idle=False)]
-        for levels, idle in idle_sums(enc, d, f, k, at, v):
-            flush = flushers(enc, tensor, levels, d)
-            parts.append(enc.select(enc.bool_and([negate(x) for x in flush], f"{tensor}_unflushed"), idle,
-                                    Q.const(0), f"{tensor}_L{i}_{d}_idle"))
-        return enc.total(parts)
+        key = ("still_sum", tensor, d, f, k, at, view_key(v))
+        if key not in enc.cache:
+            # The idle sums of masks flushed alike together, then one choice per flush condition.
+            groups: dict[tuple, tuple] = {}
+            for levels, idle in idle_sums(enc, d, f, k, at, v):
+                groups.setdefault(flush_class(enc, tensor, levels), (levels, []))[1].append(idle)
+            parts = [small_sum(enc, d, f, k, at, v, idle=False)]
+            parts += [enc.select(unflushed(enc, tensor, levels, d), enc.total(idles), Q.const(0), f"{tensor}_{d}_idle")
+                      for levels, idles in groups.values()]
+            enc.cache[key] = enc.total(parts)
+        return enc.cache[key]
 
     def still(d: str, k: int, f) -> Q:
         """``W_d[k, i]`` of the buffer's region (``W_d[k, i-1]`` when d's level-i loop is inside it)."""

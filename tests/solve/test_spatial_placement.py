@@ -10,8 +10,10 @@
   instances at L0; 4 levels with the mesh in the middle) the solver's
   optimum is that of ``tests/brute_force_spatial.py`` (which shares no code
   with the model and enumerates the positions itself), its schedule
-  replays to its prediction in every mode, and on one case the optimum
-  with positions is strictly better than with default positions only.
+  replays to its prediction in every mode, and on four cases the optimum
+  with positions is strictly better than with default positions only, on
+  one of them also than with the output's lowest buffer above the mesh at
+  its default position (the family before).
 """
 
 from __future__ import annotations
@@ -126,9 +128,11 @@ def random_flushing(rng: random.Random) -> Schedule:
     return place_above_mesh(sh.schedule(wl, a, below), rng)
 
 
-def _before(enc, tensor: str, levels: tuple[int, ...], d: str) -> list:
-    """The flush rule before: a keeper at a level of the mask, as at its default position."""
-    return [enc.kept[(tensor, j)] for j in levels]
+def _unflushed_before(enc, tensor: str, levels: tuple[int, ...], d: str):
+    """The flush rule before: no keeper at a level of the mask, as if every keeper were at its default position."""
+    from mapsearch.model.encoding import negate
+
+    return enc.bool_and([negate(enc.kept[(tensor, j)]) for j in levels], f"{tensor}_unflushed_before")
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -140,7 +144,7 @@ def test_the_model_predicts_the_flush_under_placed_keepers(monkeypatch, seed: in
 
 
 def test_the_flushing_schedules_need_the_placed_keepers_rule(monkeypatch) -> None:
-    """Teeth: with the rule of a keeper at its default position (model/placement.flushers before) the model
+    """Teeth: with the rule before (every keeper read at its default position, not model/placement.flushers) the model
     mispredicts many of the schedules above (8 of the 48 it checks; 128 of 853 over seeds 0-999)."""
     import mapsearch.model.traffic as traffic
 
@@ -150,7 +154,8 @@ def test_the_flushing_schedules_need_the_placed_keepers_rule(monkeypatch) -> Non
         if any(sp.dim in bfs.window_dims(s.workload) for lm in s.levels[:-1] for sp in lm.spatial):
             continue
         with monkeypatch.context() as m:
-            m.setattr(traffic, "flushers", _before)
+            m.setattr(traffic, "unflushed", _unflushed_before)
+            m.setattr(traffic, "flush_class", lambda enc, tensor, levels: levels)
             try:
                 wrong += differences(model_prediction(s, m), bf.replay_figures(s)) != []
             except pytest.skip.Exception:
@@ -212,6 +217,11 @@ CASES = {
                                                     [None, Link(Fraction(2), Fraction(1), SHARED), FAST])),
     "matmul, the mesh in the middle of 4 levels": (matmul(2, 1, 2), arch([None, 5, 4, 3], 2, [MeshAxis("x", 2, ("all",))],
                                                                          [None, ONE, FAST, FAST], Fraction(1, 4))),
+    # Found by a scan (the solver with and without the output's positions): L1's Z placed after L1's n loop,
+    # holding m whole (a 2x2 region), 108 clocks instead of 120.
+    "matmul, 3 instances, the output placed": (matmul(2, 3, 3), arch([None, 5, 4], 2, [MeshAxis("x", 3, ("none",))],
+                                                                     [None, Link(Fraction(4), Fraction(1), SHARED),
+                                                                      FAST], Fraction(1, 4))),
 }
 
 
@@ -223,6 +233,10 @@ BETTER = {  # (optimum with positions, optimum with default positions only), bot
     "matmul, 2 instances reusing nothing": ((16, 44), (16, 46)),
     "matmul, 3 instances, a slow top link": ((80, 60), (112, 64)),
     "1-D conv, 4 instances": ((26, 40), (30, 41)),
+    "matmul, 3 instances, the output placed": ((108, 84), (120, 72)),
+}
+BETTER_WITH_OUTPUT = {  # (optimum, optimum with the output's lowest buffer above the mesh at its default position)
+    "matmul, 3 instances, the output placed": ((108, 84), (120, 72)),
 }
 
 
@@ -241,6 +255,13 @@ def test_the_solver_matches_the_brute_force_with_positions(monkeypatch, name: st
     assert differences(brute.figures, bf.replay_figures(brute.schedule)) == []
     assert result.family_restrictions == ("buffer placement: default positions only at and below the meshed levels "
                                           "(spatial fanout)",)
+    if name in BETTER_WITH_OUTPUT:
+        with monkeypatch.context() as m:
+            m.setattr(bfs, "OUTPUT_POSITIONS", False)
+            before = bfs.brute_force_spatial(w, a)
+        assert (brute.value, before.value) == BETTER_WITH_OUTPUT[name]
+        out = w.einsum.output.name
+        assert any(t == out for lm in result.schedule.levels for t, _ in lm.positions)
     if name in BETTER:
         monkeypatch.setattr(bfs, "POSITIONS", False)
         default = bfs.brute_force_spatial(w, a)

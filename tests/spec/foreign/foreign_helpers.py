@@ -18,13 +18,13 @@ PEERS = Path(__file__).resolve().parents[2] / "data" / "peers"
 MATMUL = Workload.from_text("mm", "Z[m,n] += A[m,k] * B[k,n]", {"m": 8, "n": 8, "k": 8})
 
 
-def solve_peer(workload, arch_path, variables=None, objective="time"):
+def solve_peer(workload, arch_path, variables=None, objective="time", time_limit=60):
     """``(best compute, SolveResult, notes)``; ``workload`` is a path of a peer's workload or a Workload."""
     if isinstance(workload, (str, Path)):
         workload = load_foreign_workload(workload, variables)
     fa = load_foreign_arch(arch_path, workload, variables)
     w = getattr(workload, "workload", workload)
-    best, result, _ = solve_tree(fa.tree, w, {}, SolveOptions(objective=objective, time_limit=60), fa.constraints)
+    best, result, _ = solve_tree(fa.tree, w, {}, SolveOptions(objective=objective, time_limit=time_limit), fa.constraints)
     replayed = replay(result.schedule, mode="count")
     assert differences(result.schedule.predicted, replayed.figures) == []
     return best, result, fa.notes

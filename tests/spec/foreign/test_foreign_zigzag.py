@@ -83,7 +83,9 @@ MESHED_ONLY = f"buffer placement: default positions only at and below the meshed
 def test_hardware_with_two_replicated_levels_solves_and_replays(name, instances, time, words, restriction):
     """Two meshed levels in one path (issue 15): solved in the family (buffers at and below the mesh keep their
     default positions: a named restriction) and replayed to the word."""
-    best, result, _ = solve_peer(GEMM, Z / f"{name}.yaml")
+    # tesla_npu_like has five levels above its meshes, where every buffer's position is searched (the output's
+    # lowest too): its words phase took 41.6 s with that buffer at its default position, 66.9 s with it placed.
+    best, result, _ = solve_peer(GEMM, Z / f"{name}.yaml", time_limit=150 if name == "tesla_npu_like" else 60)
     f = result.schedule.predicted
     assert result.status == "OPTIMAL_IN_FAMILY"
     assert result.family_restrictions == (restriction,)

@@ -476,9 +476,12 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
                          time.perf_counter() - start, all_opt)
 
 
-def all_scored(w: Workload, arch: Architecture, homes: Mapping[str, str] | Sequence[tuple[str, str]] = ()
-               ) -> Iterator[tuple[Schedule, Figures | None]]:
-    """Every schedule of the family with its per-tensor-composed figures (None when it overflows): for self-checks."""
+def all_scored(w: Workload, arch: Architecture, homes: Mapping[str, str] | Sequence[tuple[str, str]] = (),
+               positions: bool = False) -> Iterator[tuple[Schedule, Figures | None]]:
+    """Every schedule of the family with its per-tensor-composed figures (None when it overflows): for self-checks.
+
+    ``positions``: the placed schedules too (every position choice of every keep choice), scored as
+    :func:`brute_force_spatial` scores them."""
     homes = dict(homes)
     assert _composable(w, arch, homes)
     names = w.tensor_names
@@ -487,12 +490,20 @@ def all_scored(w: Workload, arch: Architecture, homes: Mapping[str, str] | Seque
     free = _lifted(arch)
     depth = arch.depth - 1
     caps = [lv.capacity for lv in arch.levels]
+    placed = [[pos for pos in position_choices(w, arch, keeps) if pos] if positions else [] for keeps in keep_list]
+    moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
     for tiles, splits, orders in family(w, arch):
         per = {}
+        every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in names}
         for kept in (True, False):
-            every = {t: frozenset(i for i in range(home_of[t] + 1, depth + 1) if kept or i == depth) for t in names}
-            per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every))
-        for keeps in keep_list:
-            occ = bf._occupancy(w, arch, home_of, tiles, keeps)
-            ok = all(c is None or o <= c for c, o in zip(caps, occ))
-            yield make_schedule(w, arch, homes, tiles, splits, orders, keeps), (_compose(w, arch, home_of, keeps, per, occ) if ok else None)
+            keeps = every if kept else {t: frozenset({depth}) for t in names}
+            per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
+        for p in moved_to:
+            at = {(t, i): p for t in names for i in every[t] if i < depth and p != i * len(w.dims)}
+            per[("at", p)] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
+        for keeps, moves in zip(keep_list, placed):
+            for where in [{}] + moves:
+                occ = placed_occupancy(w, arch, home_of, tiles, orders, keeps, where)
+                ok = all(c is None or o <= c for c, o in zip(caps, occ))
+                yield (make_schedule(w, arch, homes, tiles, splits, orders, keeps, where),
+                       _compose(w, arch, home_of, keeps, per, occ, where) if ok else None)

@@ -7,8 +7,8 @@
   "Buffer placement above the mesh", 3), where the rule of a keeper at its
   default position mispredicts many.
 - On small meshed cases with a level above the mesh (3 levels, 2-4
-  instances at L0; 4 levels with the mesh in the middle) the solver's
-  optimum is that of ``tests/brute_force_spatial.py`` (which shares no code
+  instances at L0, a strided convolution among them; 4 levels with the
+  mesh in the middle) the solver's optimum is that of ``tests/brute_force_spatial.py`` (which shares no code
   with the model and enumerates the positions itself), its schedule
   replays to its prediction in every mode, and on four cases the optimum
   with positions is strictly better than with default positions only, on
@@ -222,6 +222,10 @@ CASES = {
     "matmul, 3 instances, the output placed": (matmul(2, 3, 3), arch([None, 5, 4], 2, [MeshAxis("x", 3, ("none",))],
                                                                      [None, Link(Fraction(4), Fraction(1), SHARED),
                                                                       FAST], Fraction(1, 4))),
+    "strided 1-D conv, 3 instances": (Workload.from_text("conv1d_s2", "O[k,p] += I[2*p+r] * W[k,r]",
+                                                         {"k": 1, "p": 7, "r": 2}),
+                                      arch([None, 6, 4], 2, [MeshAxis("x", 3, ("none",))],
+                                           [None, Link(Fraction(2), Fraction(1), SHARED), FAST], Fraction(1, 4))),
 }
 
 

@@ -79,8 +79,8 @@ def test_full_array_reaches_utilization_1_with_minimal_words(full) -> None:
     occupancy = dict(f.occupancy)  # GLB's is a tie between optima (which tiles it holds whole): within capacity
     assert (occupancy["DRAM"], occupancy["PE"]) == (26624, 8)
     assert occupancy["GLB"] <= result.schedule.architecture.levels[1].capacity
-    # The 16x16 mesh is filled by n (96 in parts of 6) on x, where A is multicast,
-    # and k (64 in parts of 4) on y, where partial sums of Z add up on the way up.
+    # The 16x16 mesh is filled by n (its GLB tile in 16 parts) on x, where A is multicast,
+    # and k (its GLB tile in 16 parts) on y, where partial sums of Z add up on the way up.
     pe = result.schedule.levels[2]
     assert {(s.dim, s.axis, result.schedule.levels[1].tile_extent(s.dim) // s.part) for s in pe.spatial} == {
         ("n", "x", 16), ("k", "y", 16)}
@@ -131,12 +131,12 @@ def test_hand_written_unequal_schedule_is_beaten() -> None:
 def test_two_meshed_levels_split_parts_of_parts() -> None:
     """100x37x61 on 4 clusters (axis c, multicast of inputs over the GLB bus) of 8x8 PEs.
 
-    The GLB holds the tensors whole (A and B placed above the mesh, an equal
-    optimum); the clusters take m in halves (50 + 50) and k in parts of 31
-    (31 + 30); each cluster's LB tiles k by 8 (8, 8, 8, 7 and 8, 8, 8, 6),
-    its PEs split n in parts of 5 (7 x 5 + 2 over x) and k in parts of 1
-    (8 over y). PE 0 makes 50 (m) x 5 (n: tiles 3 + 2) x 4 (k: one of each
-    LB tile) = 1,000 calls, and compute binds.
+    The GLB tiles k by 16 (16 + 16 + 16 + 13) and holds A and B whole
+    (placed above the mesh, an equal optimum); the clusters take m in halves
+    (50 + 50) and k in parts of 8 (8 + 8, and 8 + 5 in the last piece); each
+    cluster's LB holds its part, its PEs split n in parts of 5 (7 x 5 + 2 over
+    x) and k in parts of 1 (8 over y). PE 0 makes 50 (m) x 5 (n: tiles 3 + 2)
+    x 4 (k: one in each GLB piece) = 1,000 calls, and compute binds.
     """
     from mapsearch.report.spatial import spatial_dict
 
@@ -149,13 +149,13 @@ def test_two_meshed_levels_split_parts_of_parts() -> None:
     events = replay(result.schedule, mode="events").figures
     assert differences(result.schedule.predicted, events) == []
     lb, pe = result.schedule.levels[2], result.schedule.levels[3]
-    assert {(s.dim, s.part, s.axis) for s in lb.spatial} == {("m", 50, "c"), ("k", 31, "c")}
+    assert {(s.dim, s.part, s.axis) for s in lb.spatial} == {("m", 50, "c"), ("k", 8, "c")}
     assert {(s.dim, s.part, s.axis) for s in pe.spatial} == {("n", 5, "x"), ("k", 1, "y")}
-    # Per level: the busiest cluster does 50 x 37 x 31 = 57,350 calls of the 225,700;
-    # within it the busiest PE does 1,000 of those 57,350. The two utilizations multiply to the array's.
+    # Per level: the busiest cluster does 50 x 37 x (4 x 8) = 59,200 calls of the 225,700;
+    # within it the busiest PE does 1,000 of those 59,200. The two utilizations multiply to the array's.
     levels = spatial_dict(result.schedule, f)
-    assert [(e["level"], e["busiest_calls"]) for e in levels] == [("LB", 57350), ("PE", 1000)]
-    assert 50 * 37 * 31 == 57350
-    assert levels[0]["array_utilization"] == pytest.approx(225700 / (4 * 57350))
-    assert levels[1]["array_utilization"] == pytest.approx(57350 / (64 * 1000))
+    assert [(e["level"], e["busiest_calls"]) for e in levels] == [("LB", 59200), ("PE", 1000)]
+    assert 50 * 37 * 32 == 59200
+    assert levels[0]["array_utilization"] == pytest.approx(225700 / (4 * 59200))
+    assert levels[1]["array_utilization"] == pytest.approx(59200 / (64 * 1000))
     assert levels[0]["array_utilization"] * levels[1]["array_utilization"] == pytest.approx(float(f.array_utilization))

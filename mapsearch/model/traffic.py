@@ -36,7 +36,7 @@ import math
 from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
-from mapsearch.model.placement import flush_class, unflushed
+from mapsearch.model.cuts import flush_class, unflushed
 from mapsearch.model.problem import footprint
 from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum

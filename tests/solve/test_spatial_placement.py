@@ -144,7 +144,7 @@ def test_the_model_predicts_the_flush_under_placed_keepers(monkeypatch, seed: in
 
 
 def test_the_flushing_schedules_need_the_placed_keepers_rule(monkeypatch) -> None:
-    """Teeth: with the rule before (every keeper read at its default position, not model/placement.flushers)
+    """Teeth: with the rule before (every keeper read at its default position, not model/cuts.flushers)
     the model mispredicts many of the schedules above (8 of the 48 it checks; 128 of 853 over seeds 0-999)."""
     import mapsearch.model.traffic as traffic
 

@@ -492,9 +492,9 @@ def all_scored(w: Workload, arch: Architecture, homes: Mapping[str, str] | Seque
     caps = [lv.capacity for lv in arch.levels]
     placed = [[pos for pos in position_choices(w, arch, keeps) if pos] if positions else [] for keeps in keep_list]
     moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
+    every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in names}
     for tiles, splits, orders in family(w, arch):
         per = {}
-        every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in names}
         for kept in (True, False):
             keeps = every if kept else {t: frozenset({depth}) for t in names}
             per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))

@@ -41,6 +41,8 @@ from fractions import Fraction
 from typing import Callable, TypeVar
 
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
+from mapsearch.model.bounds import contract_floors
+from mapsearch.model.build import clock_scale
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.model.spatial import meshed_levels
@@ -122,8 +124,9 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     The wide first phase's bound holds for every schedule of its family (the
     narrow family is inside it); a later phase's bound holds only at the
     earlier phases' values that the wide search reached, so those take the
-    contract's floors. The restrictions are the wide search's: what the
-    bounds cover.
+    contract's floors. The first phase stays OPTIMAL where the wide search
+    proved it at the narrow schedule's value (the narrow one won a later
+    phase). The restrictions are the wide search's: what the bounds cover.
     """
     values = [p.value for p in wide.phases]
     narrow_values = [p.value for p in first.phases][:len(values)]
@@ -132,8 +135,10 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     floors = _contract_floors(problem)
     phases = []
     for i, p in enumerate(first.phases):
-        bound = max(floors.get(p.name, Fraction(0)), wide.phases[0].bound) if i == 0 else floors.get(p.name, Fraction(0))
-        phases.append(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, bound), start_bound=None))
+        floor = floors.get(p.name, Fraction(0))
+        bound = min(p.value, max(floor, wide.phases[0].bound) if i == 0 else floor)
+        proven = i == 0 and wide.phases[0].status == "OPTIMAL" and bound == p.value
+        phases.append(dataclasses.replace(p, status="OPTIMAL" if proven else "FEASIBLE", bound=bound, start_bound=None))
     log.info("the full search ended worse (%s) than the narrow family's schedule (%s): the narrow schedule is the "
              "result", ", ".join(f"{p.name} {p.value}" for p in wide.phases),
              ", ".join(f"{p.name} {p.value}" for p in first.phases))
@@ -144,9 +149,6 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
 
 def _contract_floors(problem: Problem) -> dict[str, Fraction]:
     """Per phase name, a floor of every schedule of the contract (``model/bounds.contract_floors``)."""
-    from mapsearch.model.bounds import contract_floors
-    from mapsearch.model.build import clock_scale
-
     scale = clock_scale(problem.architecture)
     time_floor, words_floor = contract_floors(problem, scale)
     return {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}

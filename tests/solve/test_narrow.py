@@ -191,6 +191,17 @@ def test_a_full_search_that_ends_worse_than_the_narrow_schedule_returns_the_narr
     assert kept.phases[0].bound == max(Fraction(time_floor, scale), Fraction(1))
     assert kept.phases[1].bound == min(words_floor, first.phases[1].value)
     assert kept.family_restrictions == worse.family_restrictions and kept.space is worse.space
+    assert [ph.status for ph in kept.phases] == ["FEASIBLE", "FEASIBLE"]
+    # The full search proved the time the narrow schedule has, and ended with more words: the narrow schedule,
+    # its time still proven.
+    t, wd = first.phases
+    same_time = dataclasses.replace(wide, status="FEASIBLE", phases=(
+        dataclasses.replace(wide.phases[0], status="OPTIMAL", value=t.value, bound=t.value),
+        dataclasses.replace(wide.phases[1], status="FEASIBLE", value=wd.value + 1, bound=Fraction(1))))
+    kept = narrow.better_of(same_time, first, p)
+    assert kept.schedule is first.schedule and kept.status == "FEASIBLE"
+    assert [(ph.status, ph.bound) for ph in kept.phases] == [
+        ("OPTIMAL", t.value), ("FEASIBLE", min(words_floor, wd.value))]
     # A tie keeps the full search's result.
     tie = dataclasses.replace(wide, phases=tuple(dataclasses.replace(ph, value=fp.value)
                                                  for ph, fp in zip(wide.phases, first.phases)))

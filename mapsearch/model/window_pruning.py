@@ -14,7 +14,8 @@ import numpy as np
 from mapsearch.model.chains import DimChains
 from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.row_keys import sorted_groups
-from mapsearch.model.window_tables import coincidence_table, joint_type_table, joint_variants, table_variants, type_table
+from mapsearch.model.window_tables import (joint_type_table, joint_variants, summed_type_table, table_variants,
+                                          type_table)
 
 
 def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int) -> dict[str, DimChains]:
@@ -55,10 +56,12 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int
                 table, _, col_of = type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
                 extra.append(table[:, col_of].T)
                 if _unequal_innermost(out[d]) or _unequal_innermost(out[o]):  # the sum over instances too
-                    extra.append(coincidence_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo,
-                                                   summed=True))
-                    extra.append(coincidence_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo,
-                                                   summed=True).T)
+                    table, row_of, _ = summed_type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer,
+                                                         memo)
+                    extra.append(table[row_of])
+                    table, _, col_of = summed_type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer,
+                                                         memo)
+                    extra.append(table[:, col_of].T)
         for win in (win for win in windows if d in win.dims and len(win.dims) > 2):
             extra += _joint_columns(out, win, d, depth, memo)
         out[d] = out[d].take(undominated(out[d], np.concatenate(extra, axis=1)))

@@ -56,16 +56,38 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     dimensions: window_types.instance_classes).
     """
     memo = {} if memo is None else memo
-    if not summed:
-        table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
-        return table[row_of][:, col_of]
+    table, row_of, col_of = (summed_type_table if summed else type_table)(advancing, other, se, so, j, le, lo,
+                                                                          other_outer, memo)
+    return table[row_of][:, col_of]
+
+
+def summed_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                      other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` with ``summed``, on distinct rows and columns: ``(table, row_of, col_of)``.
+
+    The entry of chains ``r``, ``c`` is ``sum_a sum_o size_a[r] * size_o[c] *
+    T_ao[row_of_a[r], col_of_o[c]]`` over the instance classes ``a``, ``o``
+    of the two dimensions (``T_ao``: :func:`type_table` of that pair). It
+    depends on a row's class sizes and types alone, and on a column's: rows
+    (columns) equal in those are equal in the table, which is computed once
+    per distinct row and column. Summing over ``o`` on the advancing
+    dimension's types first leaves one product per class ``a``.
+    """
+    memo = {} if memo is None else memo
     (_, sizes_a), (_, sizes_o) = _instances(memo, advancing), _instances(memo, other)
-    out = np.zeros((len(advancing), len(other)), dtype=np.int64)
-    for a in range(sizes_a.shape[1]):
-        for o in range(sizes_o.shape[1]):
-            table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
-            out += sizes_a[:, a, None] * sizes_o[None, :, o] * table[row_of][:, col_of]
-    return out
+    tables = [[type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
+               for o in range(sizes_o.shape[1])] for a in range(sizes_a.shape[1])]
+    if not tables or not tables[0]:
+        return np.zeros((1, 1), dtype=np.int64), np.zeros(len(advancing), np.int64), np.zeros(len(other), np.int64)
+    rows_of = [row[0][1] for row in tables]  # an advance type depends on the class a alone
+    cols_of = [t[2] for t in tables[0]]  # a context type on the class o alone
+    first_row, row_of = distinct_rows(rows_of + [sizes_a])
+    first_col, col_of = distinct_rows(cols_of + [sizes_o])
+    out = np.zeros((first_row.size, first_col.size), dtype=np.int64)
+    for a, row in enumerate(tables):
+        by_type = sum(table[:, cols_of[o][first_col]] * sizes_o[first_col, o] for o, (table, _, _) in enumerate(row))
+        out += sizes_a[first_row, a, None] * by_type[rows_of[a][first_row]]
+    return out, row_of, col_of
 
 
 def _instances(memo: dict, ch: DimChains):
@@ -83,9 +105,14 @@ def type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int,
 
     ``which``: the instance of each dimension (:func:`_instances`; 0 is instance 0)."""
     memo = {} if memo is None else memo
+    context_from = min(j if other_outer else j - 1, lo)
     advance, row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
-    context, col_of = _distinct_types(memo, other, "context", min(j if other_outer else j - 1, lo), lo, which[1])
-    return _kernel(advance, context, se, so, f"{len(advancing):,} x {len(other):,}"), row_of, col_of
+    context, col_of = _distinct_types(memo, other, "context", context_from, lo, which[1])
+    # Variants that differ only where the types do not (the context's level clipped to ``lo``) share a table.
+    key = (id(advancing), id(other), se, so, j, le, context_from, lo, which, "kernel")
+    if key not in memo:
+        memo[key] = (advancing, other, _kernel(advance, context, se, so, f"{len(advancing):,} x {len(other):,}"))
+    return memo[key][2], row_of, col_of
 
 
 def _kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:

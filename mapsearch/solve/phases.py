@@ -83,11 +83,11 @@ _STATUS = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.
 
 
 def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start: float, *, decode, hint_vars,
-               coarse=lambda left, known: None, floor=lambda name: None, on_infeasible=None, coarse_only: bool = False):
+               coarse=lambda left, known, name: None, floor=lambda name: None, on_infeasible=None, coarse_only: bool = False):
     """Minimise each objective in turn, keeping the previous ones at their values.
 
     Returns the phases and the last decoded schedule. ``coarse(time_left,
-    floor)`` may give a ``(value, solver)`` to hint from; ``floor(name)`` a proven
+    floor, name)`` may give a ``(value, solver)`` to hint from; ``floor(name)`` a proven
     lower bound that, when the hint meets it, proves the phase at once.
     ``coarse_only``: a phase with a coarse schedule ends with it (FEASIBLE
     unless it meets the floor), without the full search (solve/narrow.py).
@@ -102,7 +102,7 @@ def run_phases(model: cp_model.CpModel, objectives, options: SolveOptions, start
         model.minimize(expr)
         t0 = time.perf_counter()
         known = floor(name)
-        hint = coarse(options.time_limit - (t0 - start), known)
+        hint = coarse(options.time_limit - (t0 - start), known, name)
         start_value = None if hint is None else Fraction(hint[0], scale)
         start_bound = Fraction(known or 0, scale)
         if start_value is not None:

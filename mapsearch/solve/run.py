@@ -35,6 +35,7 @@ from mapsearch.spec.constraints import Constraints
 from mapsearch.model.overflow import contract_overflow
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
+from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve import narrow, unsplit
 from mapsearch.solve.progress import finished, report, search
@@ -140,7 +141,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     """Find the best schedule; raises :class:`InfeasibleError` (with a core) or :class:`SolverTimeout`.
 
     Each phase first solves the same model restricted to a coarse subset of
-    tile chains (:func:`coarse_chains`), which finds a good schedule in a
+    tile chains (solve/coarse.py), which finds a good schedule in a
     fraction of the time, and hints the full model with it. When the coarse
     schedule already reaches a proven lower bound (the time can never be
     below the fewest op calls' compute time), the full phase is skipped.
@@ -228,15 +229,20 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
     known = start_of(enc, options.start, constraints)  # a warm start: None without one or outside the family
+
+    def first_hint(left: float, phase_floor: int | None, name: str):
+        # The time phase's coarse search may probe at the floor (solve/coarse.py): a time floor is often reached.
+        probe_floor = phase_floor if name == "time" else None
+        return with_start(enc, known, lambda: coarse_solution(enc, options, left, coarse_share, probe_floor),
+                          # Checking a start's decisions is one presolve of the model with them fixed: on a
+                          # 128x128 array that took more than a quarter of 13 s left, and the start was dropped.
+                          lambda: new_solver(options, min(left, max(0.05, left / 2))), phase_floor)
+
     phases, schedule = run_phases(
         enc.model, _objectives(enc, options), options, start,
         decode=lambda solver: decode(enc, solver),
         hint_vars=_decision_vars(enc),
-        # Checking a start's decisions is one presolve of the model with them fixed: on a 128x128 array that took
-        # more than a quarter of 13 s left, and the start was dropped; it may take half.
-        coarse=lambda left, phase_floor: with_start(enc, known, lambda: _coarse_solution(enc, options, left, coarse_share),
-                                                    lambda: new_solver(options, min(left, max(0.05, left / 2))),
-                                                    phase_floor),
+        coarse=first_hint,
         floor=lambda name: _floor(enc, name),
         on_infeasible=(lambda: InfeasibleError("no schedule in the narrow family")) if narrow_family else
         (lambda: in_family(explain_infeasible(problem, constraints, options), restrictions, problem)),
@@ -263,63 +269,6 @@ def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Pr
     message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "
                f"({'; '.join(restrictions)}), so a legal schedule outside it may exist")
     return NoScheduleInFamily(message, error.core, restrictions)
-
-
-def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
-    """Rows of chains whose extents are all ``ceil(E / 2**k)``, ``E`` or 1, or (``powers_of_two``) powers of two."""
-    import numpy as np
-
-    values = {extent, 1}
-    k = 1
-    while k <= extent:
-        values.add(-(-extent // k))
-        if powers_of_two:
-            values.add(k)
-        k *= 2
-    return np.flatnonzero(np.all(np.isin(tiles, sorted(values)), axis=1)).tolist()
-
-
-def _coarse_rows(chains, meshed: bool) -> list[int]:
-    """The coarse chains of a dimension; the halvings alone where every chain is coarse (without a mesh).
-
-    Where every chain of a dimension is coarse (an enumeration reduced at
-    depth, ``space.reduced``, or pruned to such extents), the coarse model
-    would be the full model and give no quick first schedule: BERT's FFN
-    on ``cpu-core`` (5 levels) then ended its time phase at 16x the compute
-    time under a work limit of 5, while the halvings' model proves the
-    compute time in 4.5 s. Not under a mesh: there the halvings can leave out
-    the parts the array needs (the 3x3 layer on ``tpu-v4i-like`` then got no
-    coarse schedule at all).
-    """
-    rows = coarse_chains(chains.extent, chains.tiles)
-    if len(rows) == len(chains.tiles) and not meshed:
-        rows = coarse_chains(chains.extent, chains.tiles, powers_of_two=False)
-    return rows
-
-
-def _coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25):
-    """``(objective value, solver)`` of the model restricted to coarse chains, or None.
-
-    The search may take ``share`` of the time left (the rest is the full search's)."""
-    restricted = {}
-    for d, var in enc.choice.items():
-        if isinstance(var, int):
-            continue
-        rows = _coarse_rows(enc.chains[d], bool(enc.spatial_levels))
-        if not rows:
-            return None
-        if len(rows) < len(enc.chains[d].tiles):
-            restricted[d] = rows
-    if not restricted:
-        return None  # the coarse model is the full model: solve it once
-    model = enc.model.clone()
-    for d, rows in restricted.items():
-        var = enc.choice[d]
-        model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
-    solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
-    if search(solver, model, "coarse search") not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return int(round(solver.objective_value)), solver
 
 
 def _floor(enc: Encoding, name: str) -> int | None:

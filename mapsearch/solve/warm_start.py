@@ -7,7 +7,7 @@ extent), the mesh axis of every split, each keep, each loop order and each
 buffer's cut. :func:`start_solution` solves the model with those decisions
 fixed (a clone, the phase's objective, a short limit), which both checks
 that the schedule is a schedule of this model and gives its objective
-value and a solver to hint from, as :func:`mapsearch.solve.run._coarse_solution`
+value and a solver to hint from, as :func:`mapsearch.solve.coarse.coarse_solution`
 does for the coarse search; :func:`with_start` picks the better of the two.
 
 A start only ever adds a known schedule of the model, never a constraint

@@ -60,7 +60,8 @@ from mapsearch.sim.counters import ReplayResult
 from mapsearch.spec.constraints import Constraints
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import Phase, run_phases
-from mapsearch.solve.run import _coarse_solution, _decision_vars
+from mapsearch.solve.coarse import coarse_solution
+from mapsearch.solve.run import _decision_vars
 from mapsearch.sparse.density import Banded, Dense, NofM, Uniform
 from mapsearch.sparse.format import Format, dense
 from mapsearch.sparse.model import DENOMINATOR, SparseModel, exact_effectual_ops, expected
@@ -410,7 +411,7 @@ def solve_sparse(problem: Problem, densities: Mapping[str, object], formats: Map
 
     phases, schedule = run_phases(enc.model, objectives if options.objective == "time" else objectives[1:], options, start,
                                   decode=read, hint_vars=_decision_vars(enc),
-                                  coarse=lambda left, _: _coarse_solution(enc, options, left))
+                                  coarse=lambda left, _, __: coarse_solution(enc, options, left))
     links = _links(problem, measures, values)
     compute_time = float(eff * problem.architecture.compute.clocks_per_call)
     check = expected(schedule, {t: v for t, v in densities.items() if t != out}, formats, output_density)

@@ -1,4 +1,4 @@
-"""Which chains the coarse search keeps (mapsearch/solve/run.py, ``_coarse_rows``)."""
+"""Which chains the coarse search keeps (mapsearch/solve/coarse.py, ``coarse_rows``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from mapsearch.solve.run import _coarse_rows, coarse_chains
+from mapsearch.solve.coarse import coarse_chains, coarse_rows
 
 
 def _chains(extent: int, rows: list[tuple[int, ...]]):
@@ -23,11 +23,11 @@ def test_coarse_chains_are_powers_of_two_and_halvings():
 def test_every_chain_coarse_falls_back_to_the_halvings_without_a_mesh():
     # Every row is coarse, so the coarse model would be the full one: keep the halvings alone.
     c = _chains(24, [(24, 8), (12, 6), (16, 4), (6, 3), (3, 1)])
-    assert _coarse_rows(c, meshed=False) == [1, 3, 4]
+    assert coarse_rows(c, meshed=False) == [1, 3, 4]
     # Under a mesh the halvings could drop the parts an array needs: every row stays.
-    assert _coarse_rows(c, meshed=True) == [0, 1, 2, 3, 4]
+    assert coarse_rows(c, meshed=True) == [0, 1, 2, 3, 4]
 
 
 def test_a_proper_coarse_subset_is_kept_as_it_is():
     c = _chains(24, [(24, 8), (12, 5), (16, 4)])
-    assert _coarse_rows(c, meshed=False) == [0, 2]
+    assert coarse_rows(c, meshed=False) == [0, 2]

@@ -34,21 +34,21 @@ def _problem() -> Problem:
 
 def test_a_lost_hint_keeps_the_coarse_schedule(monkeypatch):
     coarse_values = []
-    real_coarse = run._coarse_solution
+    real_coarse = run.coarse_solution
 
-    def coarse(enc, options, left, *share):
-        found = real_coarse(enc, options, left, *share)
+    def coarse(enc, options, left, *rest):
+        found = real_coarse(enc, options, left, *rest)
         coarse_values.append(None if found is None else found[0])
         return found
 
     real_solver = phases.new_solver
 
-    def starved(options, left):  # the full searches only (the coarse search makes its solver in run.py)
+    def starved(options, left):  # the full searches only (the coarse search makes its solver in coarse.py)
         solver = real_solver(options, left)
         solver.parameters.max_time_in_seconds = 0.0
         return solver
 
-    monkeypatch.setattr(run, "_coarse_solution", coarse)
+    monkeypatch.setattr(run, "coarse_solution", coarse)
     monkeypatch.setattr(phases, "new_solver", starved)
     result = run.solve(_problem(), options=SolveOptions(workers=1, seed=0))
     time_phase, words_phase = result.phases

@@ -4,7 +4,7 @@ docs/solver.md, "Split filter windows" ("Pruning stays exact"), proves it.
 A window dimension's chains are compared on every coincidence table the
 model may read in which the dimension takes part, advancing or as a
 context, against every combination of its partners' chains (one column
-per combination of their distinct types).
+per combination of their distinct types, each distinct column once).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from mapsearch.model.chains import DimChains
 from mapsearch.model.dominance import beaten_in_groups
-from mapsearch.model.row_keys import sorted_groups
+from mapsearch.model.row_keys import distinct_rows, sorted_groups
 from mapsearch.model.window_tables import (joint_type_table, joint_variants, summed_type_table, table_variants,
                                           type_table)
 
@@ -46,22 +46,23 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int
     memo: dict = {}
     for d in dict.fromkeys(d for win in windows for d in win.dims):
         # Per partner chain one column; partner chains of equal types give equal columns, and a
-        # comparison of rows reads the same on one copy of a column as on all: one column per type.
+        # comparison of rows reads the same on one copy of a column as on all: one column per type,
+        # and of those each distinct column once (_distinct_columns).
         extra = []
         for win in (win for win in windows if d in win.dims and len(win.dims) == 2):
             o = win.others(d)[0]
             for j, le, lo, outer in variants:
                 table, row_of, _ = type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo)
-                extra.append(table[row_of])
+                extra.append(_distinct_columns(table)[row_of])
                 table, _, col_of = type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
-                extra.append(table[:, col_of].T)
+                extra.append(_distinct_columns(table.T)[col_of])
                 if _unequal_innermost(out[d]) or _unequal_innermost(out[o]):  # the sum over instances too
                     table, row_of, _ = summed_type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer,
                                                          memo)
-                    extra.append(table[row_of])
+                    extra.append(_distinct_columns(table)[row_of])
                     table, _, col_of = summed_type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer,
                                                          memo)
-                    extra.append(table[:, col_of].T)
+                    extra.append(_distinct_columns(table.T)[col_of])
         for win in (win for win in windows if d in win.dims and len(win.dims) > 2):
             extra += _joint_columns(out, win, d, depth, memo)
         out[d] = out[d].take(undominated(out[d], np.concatenate(extra, axis=1)))
@@ -78,8 +79,19 @@ def _joint_columns(chains: dict[str, DimChains], win, d: str, depth: int, memo: 
         for j, le, others in joint_variants(depth, len(rest)):
             spec = [(chains[g], win.coeff(g), min(j if outer else j - 1, lo), lo) for g, (outer, lo) in zip(rest, others)]
             table, row_ofs = joint_type_table(chains[e], win.coeff(e), j, le, spec, memo)
-            out.append(np.moveaxis(table, axis, 0).reshape(table.shape[axis], -1)[row_ofs[axis]])
+            out.append(_distinct_columns(np.moveaxis(table, axis, 0).reshape(table.shape[axis], -1))[row_ofs[axis]])
     return out
+
+
+def _distinct_columns(table: np.ndarray) -> np.ndarray:
+    """``table`` with each distinct column once (its first copy, in order).
+
+    A row beats another iff it is ``>=`` in every column, so a second copy
+    of a column changes no comparison; the tables repeat columns many times
+    (partner types equal along the table's axis, variants alike), and
+    every later step reads every column of every chain."""
+    first, _ = distinct_rows([table.T])
+    return table[:, np.sort(first)]
 
 
 def _unequal_innermost(ch: DimChains) -> bool:

@@ -1,4 +1,5 @@
-"""The coincidence kernel by key match (window_tables._kernel) gives exactly what the dense broadcast gives.
+"""The coincidence kernel by key match (window_tables._kernel) gives exactly what the dense broadcast gives,
+and window pruning on each table's distinct columns keeps exactly the chains it keeps on every column.
 
 ``_kernel`` sums ``m * n * [coincidence] * words`` over every pair of
 types through the types' keys and two integer products; ``_dense_kernel``
@@ -21,7 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mapsearch.model import chains as chains_module  # noqa: E402
-from mapsearch.model import window_tables  # noqa: E402
+from mapsearch.model import row_keys, window_pruning, window_tables  # noqa: E402
+from mapsearch.model.windows import Window  # noqa: E402
 from mapsearch.model.window_tables import _composite, _dense_kernel, _distinct_types, _kernel  # noqa: E402
 
 
@@ -96,3 +98,34 @@ def test_composite_context() -> None:
             contexts = [_distinct_types(memo, ch, "context", min(j if outer else j - 1, lo), lo)[0]
                         for ch, (outer, lo) in zip(chains[1:], others)]
             assert_same(advance, _composite(contexts, list(coeffs[1:])), coeffs[0], 1)
+
+
+# --------------------------------------------------------------------------- pruning on distinct columns
+
+def test_distinct_columns(monkeypatch) -> None:
+    """Each distinct column once, the first copy, in order (also when every hash collides: row_keys' fallback)."""
+    base = np.array([[0, 1, 0, 2, 5], [3, 1, 0, 2, 5], [0, 1, 4, 2, 6]])
+    table = base[:, [0, 1, 0, 2, 1, 3, 4, 4, 2]]
+    for collide in (False, True):
+        if collide:
+            monkeypatch.setattr(row_keys, "digest", lambda columns, seed, n: np.zeros(n, dtype=np.int64))
+        assert np.array_equal(window_pruning._distinct_columns(table), base)
+        assert window_pruning._distinct_columns(np.zeros((4, 0), dtype=np.int64)).shape == (4, 0)
+
+
+@pytest.mark.parametrize("extents, coeffs, spatial", [((14, 3), (1, 1), ()), ((11, 5), (2, 1), ()),
+                                                      ((12, 4), (1, 1), ((2, 4),)), ((8, 4), (2, 1), ((1, 2), (3, 4))),
+                                                      ((9, 4, 3), (1, 2, 1), ())])
+def test_pruning_on_distinct_columns_is_pruning_on_every_column(extents, coeffs, spatial, monkeypatch) -> None:
+    """prune_window_chains keeps the same chains as with every copy of every column (the form before)."""
+    depth = 3 if len(extents) == 2 else 2
+    dims = tuple("pqr"[:len(extents)])
+    chains = {d: chains_module.enumerate_chains(e, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
+              for d, e in zip(dims, extents)}
+    windows = (Window("I", dims, coeffs),)
+    got = window_pruning.prune_window_chains(chains, windows, depth)
+    monkeypatch.setattr(window_pruning, "_distinct_columns", lambda table: table)
+    want = window_pruning.prune_window_chains(chains, windows, depth)
+    assert any(len(got[d]) < len(chains[d]) for d in dims)  # the pruning has something to do
+    for d in dims:
+        assert np.array_equal(got[d].tiles, want[d].tiles) and np.array_equal(got[d].counts, want[d].counts)

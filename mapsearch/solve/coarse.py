@@ -1,4 +1,4 @@
-"""The coarse search that starts each phase, and its probe at the phase's floor.
+"""The coarse search that starts each phase, and the probe that may follow it.
 
 Each phase of a solve first searches the same model restricted to coarse
 tile chains (:func:`coarse_chains`): a good schedule in a fraction of the
@@ -22,8 +22,10 @@ from mapsearch.solve.progress import search
 
 log = logging.getLogger(__name__)
 
-# The probe at the floor may take this share of the time the coarse search left.
+# A probe may take this share of the time the coarse search left.
 PROBE_SHARE = 1 / 3
+# A later phase's probe holds its objective to this fraction of the way from the floor to the coarse value.
+CUT = (9, 10)
 
 
 def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
@@ -57,13 +59,14 @@ def coarse_rows(chains, meshed: bool) -> list[int]:
 
 
 def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25,
-                    probe_floor: int | None = None):
+                    phase: str = "", floor: int | None = None):
     """``(objective value, solver)`` of the model restricted to coarse chains, or None.
 
     The search may take ``share`` of the time left (the rest is the full
-    search's). With ``probe_floor`` (a proven floor of the phase's
-    objective), a coarse search that ends above it without proving the
-    coarse model's optimum is followed by :func:`floor_probe`.
+    search's). A search that ends without proving the coarse model's optimum
+    is followed by a probe (:func:`probe`) where :func:`probe_target` gives
+    one for the ``phase`` (its name) and its proven ``floor``; the better
+    schedule of the two is returned.
     """
     restricted = {}
     for d, var in enc.choice.items():
@@ -83,37 +86,63 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
     status = search(solver, model, "coarse search")
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    if probe_floor is not None and status != cp_model.OPTIMAL and (found is None or found > probe_floor):
+    target = None if status == cp_model.OPTIMAL else probe_target(phase, found, floor)
+    if target is not None:
+        if phase != "time":
+            model.clear_hints()  # the previous phase's schedule, which the target cuts off: it led to ``found``
         left = time_left - solver.wall_time
-        probed = floor_probe(model, probe_floor, new_solver(options, min(left, max(0.05, left * PROBE_SHARE))))
-        if probed is not None:
-            log.info("the coarse search ended %s the phase's floor; a probe at the floor found a schedule there",
-                     "without a schedule at" if found is None else "above")
+        probed = probe(model, target, new_solver(options, min(left, max(0.05, left * PROBE_SHARE))))
+        log.info("%s phase: coarse search %s, probe at %d: %s", phase, found, target,
+                 "none" if probed is None else probed[0])
+        if probed is not None and (found is None or probed[0] < found):
             return probed
     return None if found is None else (found, solver)
 
 
-def floor_probe(model: cp_model.CpModel, floor: int, solver: cp_model.CpSolver):
-    """``(floor, solver)`` holding a schedule of ``model`` whose objective is at most ``floor``, or None.
+def probe_target(phase: str, found: int | None, floor: int | None) -> int | None:
+    """The objective value a probe holds the coarse model to after its search found ``found`` (None: none), or
+    None for no probe.
+
+    - The time phase: its proven ``floor``, when the search ended above it or
+      without a schedule. Time floors are often reached (the compute time of
+      a compute-bound problem), and a schedule at the floor is optimal.
+    - The words phase: ``floor + 9/10 (found - floor)`` (``floor`` 0 where
+      none is known), strictly below ``found``. Words floors are rarely
+      reached (gaps of 28-60 % at depth), so the probe looks for a better
+      start than ``found`` rather than for the optimum.
+    - Other phases (energy, DRAM rows): none (not measured).
+    """
+    if phase == "time" and floor is not None and (found is None or found > floor):
+        return floor
+    if phase == "words" and found is not None and found > (floor or 0):
+        low = floor or 0
+        target = low + (found - low) * CUT[0] // CUT[1]
+        return target if target < found else None
+    return None
+
+
+def probe(model: cp_model.CpModel, target: int, solver: cp_model.CpSolver):
+    """``(value, solver)`` holding a schedule of ``model`` whose objective is at most ``target``, or None.
 
     The model's objective is ``sum(c_i x_i) + offset``; the probe adds
-    ``sum(c_i x_i) + offset <= floor`` and searches that. Minimising from
-    above, CP-SAT's first schedules on the large array models can sit far
-    above the optimum (BERT's FFN on ``tpu-v4i-like``: 1,188,864 clocks for
-    a floor of 18,432, where every later improvement took as long as the
-    first); with the objective held at the floor, propagation prunes every
-    choice that cannot reach it, and the probe found a schedule at the
-    floor in 11.8 s. Since ``floor`` is a proven lower bound, a schedule
-    found is optimal. Where the floor cannot be reached, the probe ends
-    INFEASIBLE (in the coarse model only: no bound follows) or runs out of
-    its time, and the coarse search's schedule stands.
+    ``sum(c_i x_i) + offset <= target`` to a copy and minimises there.
+    Minimising from above, CP-SAT's first schedules on the large models can
+    sit far above the optimum and stay there. BERT's FFN on ``tpu-v4i-like``
+    ended its time phase at 1,188,864 clocks for a floor of 18,432; held at
+    the floor, propagation prunes every choice that cannot reach it, and the
+    probe found 18,432 in 11.8 s. The ResNet-50 3x3 layer on
+    ``eyeriss-like`` ended its words' coarse search at 3,922,176 words,
+    hinted by the time phase's schedule; held 10 % lower, without the hint,
+    it found 2,485,248 (work limit 5). A probe that ends INFEASIBLE or out of
+    its time proves nothing about the full family (it searched the coarse
+    model only), and the coarse search's schedule stands.
     """
-    probe = model.clone()
-    objective = probe.proto.objective
+    held = model.clone()
+    objective = held.proto.objective
     if objective.scaling_factor not in (0, 1):
         return None  # not a minimisation of an integer expression as run_phases posts it
-    terms = [probe.get_int_var_from_proto_index(i) for i in objective.vars]
-    probe.add(cp_model.LinearExpr.weighted_sum(terms, list(objective.coeffs)) + int(round(objective.offset)) <= floor)
-    if search(solver, probe, "probe at the floor") not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    terms = [held.get_int_var_from_proto_index(i) for i in objective.vars]
+    held.add(cp_model.LinearExpr.weighted_sum(terms, list(objective.coeffs)) + int(round(objective.offset)) <= target)
+    if search(solver, held, "probe") not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     return int(round(solver.objective_value)), solver

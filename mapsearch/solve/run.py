@@ -231,9 +231,8 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
     known = start_of(enc, options.start, constraints)  # a warm start: None without one or outside the family
 
     def first_hint(left: float, phase_floor: int | None, name: str):
-        # The time phase's coarse search may probe at the floor (solve/coarse.py): a time floor is often reached.
-        probe_floor = phase_floor if name == "time" else None
-        return with_start(enc, known, lambda: coarse_solution(enc, options, left, coarse_share, probe_floor),
+        # The coarse search may be followed by a probe below its value (solve/coarse.py, probe_target).
+        return with_start(enc, known, lambda: coarse_solution(enc, options, left, coarse_share, name, phase_floor),
                           # Checking a start's decisions is one presolve of the model with them fixed: on a
                           # 128x128 array that took more than a quarter of 13 s left, and the start was dropped.
                           lambda: new_solver(options, min(left, max(0.05, left / 2))), phase_floor)

@@ -11,10 +11,12 @@ without a schedule says nothing about the full family.
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+import mapsearch.budget as budget
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import new_solver
@@ -24,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # A probe may take this share of the time the coarse search left.
 PROBE_SHARE = 1 / 3
+# No probe starts with less time than this left.
+PROBE_MIN_SECONDS = 1.0
 # A later phase's probe holds its objective to this fraction of the way from the floor to the coarse value.
 CUT = (9, 10)
 
@@ -59,14 +63,15 @@ def coarse_rows(chains, meshed: bool) -> list[int]:
 
 
 def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25,
-                    phase: str = "", floor: int | None = None):
+                    phase: str = "", floor: int | None = None, incumbent: int | None = None):
     """``(objective value, solver)`` of the model restricted to coarse chains, or None.
 
     The search may take ``share`` of the time left (the rest is the full
     search's). A search that ends without proving the coarse model's optimum
-    is followed by a probe (:func:`probe`) where :func:`probe_target` gives
-    one for the ``phase`` (its name) and its proven ``floor``; the better
-    schedule of the two is returned.
+    is followed by probes (:func:`probe`) at :func:`probe_targets` for the
+    ``phase`` (its name), its proven ``floor`` and the best value known (the
+    search's, or ``incumbent``, a warm start's); the first probe that finds
+    a schedule better than that value gives the result.
     """
     restricted = {}
     for d, var in enc.choice.items():
@@ -86,39 +91,47 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
     status = search(solver, model, "coarse search")
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    target = None if status == cp_model.OPTIMAL else probe_target(phase, found, floor)
-    if target is not None:
-        if phase != "time":
-            model.clear_hints()  # the previous phase's schedule, which the target cuts off: it led to ``found``
-        left = time_left - solver.wall_time
+    best = min((v for v in (found, incumbent) if v is not None), default=None)
+    left = time_left - solver.wall_time
+    for target in ([] if status == cp_model.OPTIMAL else probe_targets(phase, best, floor)):
+        if budget.seconds_left(left) < PROBE_MIN_SECONDS:
+            # Loading a large model alone takes seconds whatever the limit (conv1 on tpu-v4i-like: 3-5 s at a
+            # limit of 0): a probe this short would only overrun the solve's time limit.
+            log.info("%s phase: no time left for a probe at %d", phase, target)
+            break
+        model.clear_hints()  # the hint led to ``found``, which every target cuts off
+        t0 = time.perf_counter()
         probed = probe(model, target, new_solver(options, min(left, max(0.05, left * PROBE_SHARE))))
-        log.info("%s phase: coarse search %s, probe at %d: %s", phase, found, target,
+        left -= time.perf_counter() - t0
+        log.info("%s phase: coarse search %s, best known %s, probe at %d: %s", phase, found, best, target,
                  "none" if probed is None else probed[0])
-        if probed is not None and (found is None or probed[0] < found):
+        if probed is not None and (best is None or probed[0] < best):
             return probed
     return None if found is None else (found, solver)
 
 
-def probe_target(phase: str, found: int | None, floor: int | None) -> int | None:
-    """The objective value a probe holds the coarse model to after its search found ``found`` (None: none), or
-    None for no probe.
+def probe_targets(phase: str, best: int | None, floor: int | None) -> list[int]:
+    """The objective values probes hold the coarse model to, in turn, when the best schedule known has
+    value ``best`` (None: none).
 
-    - The time phase: its proven ``floor``, when the search ended above it or
-      without a schedule. Time floors are often reached (the compute time of
-      a compute-bound problem), and a schedule at the floor is optimal.
-    - The words phase: ``floor + 9/10 (found - floor)`` (``floor`` 0 where
-      none is known), strictly below ``found``. Words floors are rarely
+    - The time phase: its proven ``floor``, when ``best`` is above it or
+      None. Time floors are often reached (the compute time of a
+      compute-bound problem), and a schedule at the floor is optimal. (The
+      cut below, tried after the floor, changed no time phase's gap in the
+      targets table under work limit 5 and cost up to 10 s more.)
+    - The words phase: the cut ``floor + 9/10 (best - floor)`` (``floor`` 0
+      where none is known), strictly below ``best``. Words floors are rarely
       reached (gaps of 28-60 % at depth), so the probe looks for a better
-      start than ``found`` rather than for the optimum.
+      start than ``best`` rather than for the optimum.
     - Other phases (energy, DRAM rows): none (not measured).
     """
-    if phase == "time" and floor is not None and (found is None or found > floor):
-        return floor
-    if phase == "words" and found is not None and found > (floor or 0):
+    if phase == "time" and floor is not None and (best is None or best > floor):
+        return [floor]
+    if phase == "words" and best is not None and best > (floor or 0):
         low = floor or 0
-        target = low + (found - low) * CUT[0] // CUT[1]
-        return target if target < found else None
-    return None
+        cut = low + (best - low) * CUT[0] // CUT[1]
+        return [cut] if cut < best else []
+    return []
 
 
 def probe(model: cp_model.CpModel, target: int, solver: cp_model.CpSolver):

@@ -232,7 +232,8 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
 
     def first_hint(left: float, phase_floor: int | None, name: str):
         # The coarse search may be followed by a probe below its value (solve/coarse.py, probe_target).
-        return with_start(enc, known, lambda: coarse_solution(enc, options, left, coarse_share, name, phase_floor),
+        return with_start(enc, known,
+                          lambda incumbent: coarse_solution(enc, options, left, coarse_share, name, phase_floor, incumbent),
                           # Checking a start's decisions is one presolve of the model with them fixed: on a
                           # 128x128 array that took more than a quarter of 13 s left, and the start was dropped.
                           lambda: new_solver(options, min(left, max(0.05, left / 2))), phase_floor)

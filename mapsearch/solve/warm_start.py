@@ -94,17 +94,18 @@ def start_solution(enc: Encoding, start: Start | None, solver: cp_model.CpSolver
     return int(round(solver.objective_value)), solver
 
 
-def with_start(enc: Encoding, start: Start | None, coarse: Callable[[], Hint | None],
+def with_start(enc: Encoding, start: Start | None, coarse: Callable[[int | None], Hint | None],
                make_solver: Callable[[], cp_model.CpSolver], floor: int | None = None) -> Hint | None:
-    """The better hint of the coarse search's (``coarse()``) and the start's (the start on a tie); either where
-    the other is None. A start that meets the phase's proven ``floor`` is taken without the coarse search."""
+    """The better hint of the coarse search's (``coarse(incumbent)``, told the start's value) and the start's
+    (the start on a tie); either where the other is None. A start that meets the phase's proven ``floor`` is
+    taken without the coarse search."""
     if start is None:
-        return coarse()
+        return coarse(None)
     hinted = start_solution(enc, start, make_solver())
     if hinted is not None and floor is not None and hinted[0] <= floor:
         log.debug("the start schedule meets the phase's floor %d: no coarse search", floor)
         return hinted
-    found = coarse()
+    found = coarse(None if hinted is None else hinted[0])
     if hinted is None or (found is not None and found[0] < hinted[0]):
         return found
     log.debug("the start schedule hints the phase: value %d (coarse search: %s)", hinted[0],

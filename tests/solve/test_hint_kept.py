@@ -112,12 +112,14 @@ def test_a_starved_coarse_search_leaves_the_time_phase_to_the_probe(monkeypatch)
 
 
 def test_probe_targets():
-    assert coarse.probe_target("time", 120, 100) == 100 and coarse.probe_target("time", None, 100) == 100
-    assert coarse.probe_target("time", 100, 100) is None and coarse.probe_target("time", 120, None) is None
-    assert coarse.probe_target("words", 200, 100) == 190 and coarse.probe_target("words", 200, None) == 180
-    assert coarse.probe_target("words", 101, 100) == 100  # at the floor, still below the value
-    assert coarse.probe_target("words", None, 100) is None and coarse.probe_target("words", 100, 100) is None
-    assert coarse.probe_target("energy", 200, 100) is None
+    # The time phase: the floor.
+    assert coarse.probe_targets("time", 120, 100) == [100] and coarse.probe_targets("time", None, 100) == [100]
+    assert coarse.probe_targets("time", 100, 100) == [] and coarse.probe_targets("time", 120, None) == []
+    # The words phase: the cut alone (floor 0 where none is known).
+    assert coarse.probe_targets("words", 200, 100) == [190] and coarse.probe_targets("words", 200, None) == [180]
+    assert coarse.probe_targets("words", 101, 100) == [100]  # at the floor, still below the value
+    assert coarse.probe_targets("words", None, 100) == [] and coarse.probe_targets("words", 100, 100) == []
+    assert coarse.probe_targets("energy", 200, 100) == []
 
 
 def test_a_words_probe_below_a_first_schedule_keeps_the_better_one(monkeypatch):

@@ -7,8 +7,8 @@
   after its first case, the rows and schedules are the same.
 - Along a capacity axis a warm result is never worse than its neighbour's
   (the neighbour's schedule fits the larger buffer and a phase never ends
-  worse than its start), where cold runs cut short by the same work limit
-  are not monotone.
+  worse than its start), and ends below the cold run cut short by the same
+  work limit.
 """
 
 from __future__ import annotations
@@ -124,12 +124,13 @@ def test_a_warm_sweep_gives_the_same_results_however_it_runs(tmp_path, capsys) -
     words = [(r[0], r[1], r[2], r[3]) for r in runs["one"]]
     assert [w[1] for w in words] == ["FEASIBLE"] * 3 and len({w[2] for w in words}) == 1
     assert words[0][3] >= words[1][3] >= words[2][3]
-    # Cold, the same limit: 2048 ends above 1536 (measured 847,098 and 479,814 words) and above the warm run.
+    # Cold, the same limit: each case with a start ends above the warm run (measured: 479,814 and 444,495 words
+    # cold, 468,529 and 433,027 warm; before the coarse search's probes, cold 2048 ended at 847,098).
     cold = capacity_sweep(tmp_path, False, name="cold.yaml")
     assert main(["sweep", str(cold), "--out", str(tmp_path / "cold"), "--workers", "2", "-q"]) == 0
     cold_words = [r[3] for r in results(tmp_path / "cold")]
     assert cold_words[0] == words[0][3]  # the first case has no start: the same run
-    assert cold_words[2] > cold_words[1] and cold_words[2] > words[2][3]
+    assert cold_words[1] > words[1][3] and cold_words[2] > words[2][3]
     assert yaml.safe_load(warm.read_text())["warm_start"] is True
     # On a Dask cluster of two worker processes: the same rows again.
     distributed = pytest.importorskip("distributed")

@@ -11,7 +11,6 @@ without a schedule says nothing about the full family.
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -68,10 +67,10 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
 
     The search may take ``share`` of the time left (the rest is the full
     search's). A search that ends without proving the coarse model's optimum
-    is followed by probes (:func:`probe`) at :func:`probe_targets` for the
+    is followed by a probe (:func:`probe`) at :func:`probe_target` for the
     ``phase`` (its name), its proven ``floor`` and the best value known (the
-    search's, or ``incumbent``, a warm start's); the first probe that finds
-    a schedule better than that value gives the result.
+    search's, or ``incumbent``, a warm start's); a schedule it finds better
+    than that value is the result.
     """
     restricted = {}
     for d, var in enc.choice.items():
@@ -92,17 +91,16 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     status = search(solver, model, "coarse search")
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
     best = min((v for v in (found, incumbent) if v is not None), default=None)
+    target = None if status == cp_model.OPTIMAL else probe_target(phase, best, floor)
     left = time_left - solver.wall_time
-    for target in ([] if status == cp_model.OPTIMAL else probe_targets(phase, best, floor)):
-        if budget.seconds_left(left) < PROBE_MIN_SECONDS:
-            # Loading a large model alone takes seconds whatever the limit (conv1 on tpu-v4i-like: 3-5 s at a
-            # limit of 0): a probe this short would only overrun the solve's time limit.
-            log.info("%s phase: no time left for a probe at %d", phase, target)
-            break
-        model.clear_hints()  # the hint led to ``found``, which every target cuts off
-        t0 = time.perf_counter()
+    if target is not None and budget.seconds_left(left) < PROBE_MIN_SECONDS:
+        # Loading a large model alone takes seconds whatever the limit (conv1 on tpu-v4i-like: 3-5 s at a
+        # limit of 0): a probe this short would only overrun the solve's time limit.
+        log.info("%s phase: no time left for a probe at %d", phase, target)
+        target = None
+    if target is not None:
+        model.clear_hints()  # the hint led to ``found``, which the target cuts off
         probed = probe(model, target, new_solver(options, min(left, max(0.05, left * PROBE_SHARE))))
-        left -= time.perf_counter() - t0
         log.info("%s phase: coarse search %s, best known %s, probe at %d: %s", phase, found, best, target,
                  "none" if probed is None else probed[0])
         if probed is not None and (best is None or probed[0] < best):
@@ -110,28 +108,29 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     return None if found is None else (found, solver)
 
 
-def probe_targets(phase: str, best: int | None, floor: int | None) -> list[int]:
-    """The objective values probes hold the coarse model to, in turn, when the best schedule known has
-    value ``best`` (None: none).
+def probe_target(phase: str, best: int | None, floor: int | None) -> int | None:
+    """The objective value a probe holds the coarse model to when the best schedule known has value ``best``
+    (None: none), or None for no probe.
 
     - The time phase: its proven ``floor``, when ``best`` is above it or
       None. Time floors are often reached (the compute time of a
-      compute-bound problem), and a schedule at the floor is optimal. (The
-      cut below, tried after the floor, changed no time phase's gap in the
-      targets table under work limit 5 and cost up to 10 s more.)
+      compute-bound problem), and a schedule at the floor is optimal. (A
+      second probe, at the cut below, after the floor changed no time
+      phase's gap in the targets table under work limit 5 and cost up to
+      10 s more.)
     - The words phase: the cut ``floor + 9/10 (best - floor)`` (``floor`` 0
       where none is known), strictly below ``best``. Words floors are rarely
       reached (gaps of 28-60 % at depth), so the probe looks for a better
       start than ``best`` rather than for the optimum.
     - Other phases (energy, DRAM rows): none (not measured).
     """
-    if phase == "time" and floor is not None and (best is None or best > floor):
-        return [floor]
+    if phase == "time":
+        return floor if floor is not None and (best is None or best > floor) else None
     if phase == "words" and best is not None and best > (floor or 0):
         low = floor or 0
         cut = low + (best - low) * CUT[0] // CUT[1]
-        return [cut] if cut < best else []
-    return []
+        return cut if cut < best else None
+    return None
 
 
 def probe(model: cp_model.CpModel, target: int, solver: cp_model.CpSolver):

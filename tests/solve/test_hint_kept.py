@@ -111,15 +111,15 @@ def test_a_starved_coarse_search_leaves_the_time_phase_to_the_probe(monkeypatch)
     assert replayed.time == result.time and replayed.words_total == result.words
 
 
-def test_probe_targets():
+def test_probe_target():
     # The time phase: the floor.
-    assert coarse.probe_targets("time", 120, 100) == [100] and coarse.probe_targets("time", None, 100) == [100]
-    assert coarse.probe_targets("time", 100, 100) == [] and coarse.probe_targets("time", 120, None) == []
-    # The words phase: the cut alone (floor 0 where none is known).
-    assert coarse.probe_targets("words", 200, 100) == [190] and coarse.probe_targets("words", 200, None) == [180]
-    assert coarse.probe_targets("words", 101, 100) == [100]  # at the floor, still below the value
-    assert coarse.probe_targets("words", None, 100) == [] and coarse.probe_targets("words", 100, 100) == []
-    assert coarse.probe_targets("energy", 200, 100) == []
+    assert coarse.probe_target("time", 120, 100) == 100 and coarse.probe_target("time", None, 100) == 100
+    assert coarse.probe_target("time", 100, 100) is None and coarse.probe_target("time", 120, None) is None
+    # The words phase: 9/10 of the way from the floor (0 where none is known) to the best value known.
+    assert coarse.probe_target("words", 200, 100) == 190 and coarse.probe_target("words", 200, None) == 180
+    assert coarse.probe_target("words", 101, 100) == 100  # at the floor, still below the value
+    assert coarse.probe_target("words", None, 100) is None and coarse.probe_target("words", 100, 100) is None
+    assert coarse.probe_target("energy", 200, 100) is None
 
 
 def test_a_words_probe_below_a_first_schedule_keeps_the_better_one(monkeypatch):

@@ -154,3 +154,35 @@ def test_a_words_probe_below_a_first_schedule_keeps_the_better_one(monkeypatch):
     assert result.time == reference.time
     replayed = bf.replay_figures(result.schedule)
     assert replayed.time == result.time and replayed.words_total == result.words
+
+
+def test_a_phase_with_a_coarse_schedule_and_no_time_left_starts_no_search(monkeypatch):
+    """The words phase's coarse search ends exactly at the time limit: the phase keeps its schedule, FEASIBLE,
+    and starts no full search (one at a limit of 0 still loads the model, seconds past the limit on large ones)."""
+    import time as clock
+
+    import mapsearch.budget as budget
+
+    real_coarse, real_solver = run.coarse_solution, phases.new_solver
+    full_searches = []
+
+    def coarse_to_the_limit(enc, options, left, share, phase, *rest):
+        found = real_coarse(enc, options, left, share, phase, *rest)
+        if phase == "words":
+            clock.sleep(budget.current().left() + 0.01)
+        return found
+
+    def counted(options, left):
+        full_searches.append(left)
+        return real_solver(options, left)
+
+    monkeypatch.setattr(run, "coarse_solution", coarse_to_the_limit)
+    monkeypatch.setattr(phases, "new_solver", counted)
+    result = run.solve(_problem(), options=SolveOptions(workers=1, seed=0, time_limit=3.0))
+    time_phase, words_phase = result.phases
+    assert time_phase.status == "OPTIMAL"  # its coarse schedule meets the floor: no full search either
+    assert full_searches == []
+    assert words_phase.status == "FEASIBLE" and words_phase.value == words_phase.start_value
+    assert words_phase.bound == min(words_phase.start_bound, words_phase.value)
+    replayed = bf.replay_figures(result.schedule)
+    assert replayed.words_total == result.words == words_phase.value

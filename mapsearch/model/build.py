@@ -19,6 +19,7 @@ from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
+from mapsearch.model.coarse_chains import coarse_rows
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
@@ -48,7 +49,8 @@ def dimension_chains(p: Problem, constraints: Constraints,
                      extra_footprints: Mapping[str, tuple] | None = None,
                      windows: tuple[Window, ...] | None = None,
                      held_whole: str | None = None,
-                     windows_over_mesh: bool = True) -> tuple[dict[str, DimChains], frozenset[str]]:
+                     windows_over_mesh: bool = True,
+                     coarse_only: bool = False) -> tuple[dict[str, DimChains], frozenset[str]]:
     """Tile chains per dimension; ``unit_dims`` also get the one-per-piece footprint (model/traffic.py),
     and dimension ``d`` the footprints ``extra_footprints[d]`` (e.g. table footprints of the sparse solver).
 
@@ -57,7 +59,9 @@ def dimension_chains(p: Problem, constraints: Constraints,
     one-per-piece footprints and their coincidence types; ``held_whole``:
     why the others are held whole (split_windows' reason);
     ``windows_over_mesh=False`` keeps window dimensions unsplit over mesh
-    axes (a narrower family, for a first schedule: solve/narrow.py). The active budget
+    axes (a narrower family, for a first schedule: solve/narrow.py), and
+    ``coarse_only`` keeps the coarse chains alone (the same use; taken before
+    the window pruning, which then compares fewer chains). The active budget
     (:mod:`mapsearch.budget`) is checked per dimension: building counts
     against the solve's time limit.
     """
@@ -107,11 +111,17 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
-        out[d] = chains
+        out[d] = _coarse(chains, bool(meshed_levels(p))) if coarse_only else chains
         checkpoint(f"enumerating the tile chains of {d}")
     if windows:
         out = prune_window_chains(out, windows, J)
     return out, pinned
+
+
+def _coarse(chains: DimChains, meshed: bool) -> DimChains:
+    """A dimension's coarse rows (model/coarse_chains.py); all of them where it has none."""
+    rows = coarse_rows(chains, meshed)
+    return chains.take(np.asarray(rows, dtype=np.int64)) if 0 < len(rows) < len(chains) else chains
 
 
 def _admit_a_chain(extent: int, bounds: list[tuple[int, int]]) -> bool:
@@ -235,7 +245,8 @@ def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Wi
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
           unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
-          default_positions: str | None = None, windows_over_mesh: bool = True) -> Encoding:
+          default_positions: str | None = None, windows_over_mesh: bool = True,
+          coarse_only: bool = False) -> Encoding:
     """The whole model of one einsum: its stage, link times, capacity, time.
 
     ``unit_dims``: dimensions whose chains also carry the one-per-piece
@@ -245,15 +256,17 @@ def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOp
     ``default_positions``: why every buffer keeps its default position (the
     caller measures transfers the placement search does not count); the
     result names it as a family restriction. ``windows_over_mesh=False``:
-    window dimensions are not split over mesh axes (dimension_chains). The
-    active budget is checked between the model's parts.
+    window dimensions are not split over mesh axes (dimension_chains).
+    ``coarse_only``: the model of the coarse chains alone
+    (model/coarse_chains.py), a subset of the family for a first schedule
+    (solve/narrow.py). The active budget is checked between the model's parts.
     """
     layouts = dict(options.dram_layouts)
     if options.models_dram_rows:
         unit_dims = unit_dims | unit_dims_needed(p, layouts)
         default_positions = default_positions or "DRAM row model"
     enc = build_stage(p, constraints, cp_model.CpModel(), unit_dims, extra_footprints, options, default_positions,
-                      windows_over_mesh)
+                      windows_over_mesh, coarse_only)
     add_link_times(enc)
     add_capacity(enc)
     _add_time(enc)
@@ -275,7 +288,7 @@ def clock_scale(arch) -> int:
 def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
                 unit_dims: frozenset[str] = frozenset(), extra_footprints: Mapping[str, tuple] | None = None,
                 options: SolveOptions | None = None, default_positions: str | None = None,
-                windows_over_mesh: bool = True) -> Encoding:
+                windows_over_mesh: bool = True, coarse_only: bool = False) -> Encoding:
     """Tiles, orders, residency, link words and compute of one einsum on ``model``.
 
     Link times, capacity constraints and the time are left to the caller: one
@@ -284,7 +297,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
     check_supported(p)
     windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
     chains, pinned = dimension_chains(p, constraints, unit_dims, extra_footprints, windows, held_whole,
-                                      windows_over_mesh)
+                                      windows_over_mesh, coarse_only)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p), windows=windows)
     if held_whole:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
+from mapsearch.model.coarse_chains import coarse_chains, coarse_rows  # noqa: F401 (coarse_chains: tests)
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.phases import new_solver
@@ -29,36 +29,6 @@ PROBE_SHARE = 1 / 3
 PROBE_MIN_SECONDS = 1.0
 # A later phase's probe holds its objective to this fraction of the way from the floor to the coarse value.
 CUT = (9, 10)
-
-
-def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
-    """Rows of chains whose extents are all ``ceil(E / 2**k)``, ``E`` or 1, or (``powers_of_two``) powers of two."""
-    values = {extent, 1}
-    k = 1
-    while k <= extent:
-        values.add(-(-extent // k))
-        if powers_of_two:
-            values.add(k)
-        k *= 2
-    return np.flatnonzero(np.all(np.isin(tiles, sorted(values)), axis=1)).tolist()
-
-
-def coarse_rows(chains, meshed: bool) -> list[int]:
-    """The coarse chains of a dimension; the halvings alone where every chain is coarse (without a mesh).
-
-    Where every chain of a dimension is coarse (an enumeration reduced at
-    depth, ``space.reduced``, or pruned to such extents), the coarse model
-    would be the full model and give no quick first schedule: BERT's FFN
-    on ``cpu-core`` (5 levels) then ended its time phase at 16x the compute
-    time under a work limit of 5, while the halvings' model proves the
-    compute time in 4.5 s. Not under a mesh: there the halvings can leave out
-    the parts the array needs (the 3x3 layer on ``tpu-v4i-like`` then got no
-    coarse schedule at all).
-    """
-    rows = coarse_chains(chains.extent, chains.tiles)
-    if len(rows) == len(chains.tiles) and not meshed:
-        rows = coarse_chains(chains.extent, chains.tiles, powers_of_two=False)
-    return rows
 
 
 def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25,

@@ -1,4 +1,4 @@
-"""A first schedule on a meshed path, from a narrower family's model.
+"""A first schedule on a meshed path, from narrower families' models.
 
 Each widening of the searched family (filter-window dimensions split over
 mesh axes, buffer positions above the mesh) made the model larger, and
@@ -10,11 +10,26 @@ shrink it back: 28.9 M clocks measured); building the narrow model does.
 
 So on a meshed path where window dimensions could be split over mesh axes
 (:func:`applies`; not where only buffer positions widen the family, which
-measured worse under a wall-clock limit), ``solve`` first solves the same
-problem with window dimensions unsplit over mesh axes
-and every buffer at its default position (a subset of the searched family:
-every narrow schedule is a schedule of the wide model), and uses its
-schedule as a warm start (solve/warm_start.py): a hint, never a constraint.
+measured worse under a wall-clock limit), ``solve`` first solves two
+narrower families, each a subset of the searched family with every buffer
+at its default position, and uses the better schedule as a warm start
+(solve/warm_start.py): a hint, never a constraint.
+
+1. *Narrow*: window dimensions unsplit over mesh axes (coarse searches
+   only). Quick and robust, but it cannot use an array whose axes only the
+   window's output dimensions fill: 28,224 clocks on that 3x3 layer (floor
+   1,764), 7,056 on the 3x3 stride-2 layer of ``conv3``.
+2. *Coarse*: windows split over mesh axes as in the full family, but the
+   model built from the coarse chains alone (model/coarse_chains.py: 7,287
+   chains of k become 209). Under the same work limit it finds 2,620
+   clocks on the 3x3 layer and proves 2,270 on ``conv3``'s (the time
+   floor). It is worse on ResNet-50's conv1, 16.9 M clocks against the
+   narrow family's 614,656, and started from the narrow schedule it stays
+   near it (21,168 on the 3x3 layer): so both are searched, each on its own,
+   and the better schedule starts the full search. Only where the narrow
+   schedule idles the array (:func:`_idles_the_array`): elsewhere its time
+   served the full search better.
+
 The wide model validates the start itself and computes its figures; a start
 it refuses is ignored. So the optimum, the bound and what OPTIMAL means are
 those of the wide search; only which schedule a search cut short by its
@@ -22,14 +37,14 @@ limit ends with can change.
 
 When the wide search then finds no schedule of its own (its model did not
 build, or no search ended with one, within the time left) or is stopped,
-the narrow schedule is the result, FEASIBLE, with the contract's floors as
-its bounds (:func:`fallback`): the narrow model's own floors hold for the
-narrow family only. When the wide search ends with a worse schedule than
-the narrow one (its limit came before it could check the start: on the
+the first schedule is the result, FEASIBLE, with the contract's floors as
+its bounds (:func:`fallback`): the narrower models' own floors hold for
+their families only. When the wide search ends with a worse schedule than
+the first one (its limit came before it could check the start: on the
 ``tpu-v4i-like`` 1x1 layers under a 30 s limit, checking the start's
 decisions in the wide model outlasted its share, the start was dropped,
 and the time phase ended at 25,690,112 clocks where the start had 1,940),
-the narrow schedule is the result too (:func:`better_of`).
+the first schedule is the result too (:func:`better_of`).
 """
 
 from __future__ import annotations
@@ -40,6 +55,7 @@ import time
 from fractions import Fraction
 from typing import Callable, TypeVar
 
+import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.bounds import contract_floors
 from mapsearch.model.build import clock_scale
@@ -53,12 +69,19 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")  # solve/run.SolveResult (this module is imported by run)
 
-# What a result from the narrow family alone searched (the full search found no schedule).
+# What a result from a first search alone searched (the full search found no schedule).
 NARROW_ONLY = ("the narrow family only (window dimensions unsplit over mesh axes, buffers at default positions, "
                "coarse tile chains): the full search found no schedule")
+COARSE_ONLY = ("the coarse family only (coarse tile chains, buffers at default positions): the full search found "
+               "no schedule")
 
-# The narrow coarse searches may use this share of the time left; the full search keeps the rest.
-TIME_SHARE = 0.5
+# The narrow search may use this share of the time left, then the coarse one this share of what is left;
+# the full search keeps the rest.
+TIME_SHARE = 1 / 2
+COARSE_SHARE = 1 / 2
+# The coarse family is searched only where the narrow schedule's time is at least this multiple of the
+# contract's time floor (the narrow family leaves the array idle).
+COARSE_ABOVE_FLOOR = 2
 
 
 def applies(problem: Problem, options: SolveOptions) -> bool:
@@ -81,51 +104,122 @@ def applies(problem: Problem, options: SolveOptions) -> bool:
 
 
 def first_schedule(problem: Problem, options: SolveOptions, started: float,
-                   solve_narrow: Callable[[SolveOptions], R]) -> R | None:
-    """The narrow family's result (``solve_narrow(options)`` builds the narrow model), or None.
+                   solve_family: Callable[[SolveOptions, str], R]) -> R | None:
+    """The better of the narrow and the coarse families' results (``solve_family(options, "narrow")`` builds
+    and searches the narrow model), or None when neither found a schedule in its share of the time.
 
-    None when the narrow family has no schedule or its search found none in
-    its share of the time. A solve stopped during the narrow search that
-    found a schedule still gets it (the caller then returns it, :func:`fallback`).
+    The result's ``family_restrictions`` name the family it came from
+    (:data:`NARROW_ONLY`, :data:`COARSE_ONLY`), for :func:`fallback`. A
+    solve stopped during either search that found a schedule still gets it
+    (the caller then returns it); a tie keeps the narrow one.
     """
+    narrow = _first(problem, options, started, solve_family, "narrow", TIME_SHARE)
+    if budget.stopped():
+        return narrow
+    if narrow is not None and not _idles_the_array(narrow, problem):
+        log.info("the narrow family's schedule starts the full search (its time is within %dx the floor: the "
+                 "coarse family is not searched)", COARSE_ABOVE_FLOOR)
+        return narrow
+    # Not started from the narrow schedule: hinted with it, the coarse search of the 3x3 layer stayed near it
+    # (21,168 clocks against 2,620 without it, work limit 5).
+    coarse = _first(problem, options, started, solve_family, "coarse", COARSE_SHARE)
+    best = narrow if coarse is None or (narrow is not None and _values(narrow) <= _values(coarse)) else coarse
+    if best is not None:
+        log.info("the %s family's schedule starts the full search", "narrow" if best is narrow else "coarse")
+    return best
+
+
+def _first(problem: Problem, options: SolveOptions, started: float, solve_family: Callable[[SolveOptions, str], R],
+           family: str, share: float) -> R | None:
+    """``family``'s result in ``share`` of the time left (every buffer at its default position), or None."""
     left = options.time_limit - (time.perf_counter() - started)
-    narrow = dataclasses.replace(options, placement=False, time_limit=max(0.05, left * TIME_SHARE))
-    try:
-        result = solve_narrow(narrow)
-    except (InfeasibleError, NoScheduleInFamily, SolverTimeout) as error:
-        log.info("narrow family (windows unsplit over mesh axes, default positions): no first schedule (%s)",
-                 str(error).splitlines()[0][:120])
+    if left <= 0:
         return None
-    log.info("narrow family (windows unsplit over mesh axes, default positions): %s, a start for the full search",
-             ", ".join(f"{p.name} {p.value}" for p in result.phases))
-    return result
+    first = dataclasses.replace(options, placement=False, time_limit=max(0.05, left * share))
+    what = _FAMILIES[family]
+    try:
+        result = solve_family(first, family)
+    except (InfeasibleError, NoScheduleInFamily, SolverTimeout) as error:
+        log.info("%s: no first schedule (%s)", what, str(error).splitlines()[0][:120])
+        return None
+    log.info("%s: %s", what, ", ".join(f"{p.name} {p.value}" for p in result.phases))
+    return dataclasses.replace(result, family_restrictions=(NARROW_ONLY if family == "narrow" else COARSE_ONLY,))
+
+
+def _idles_the_array(narrow, problem: Problem) -> bool:
+    """The narrow schedule's time is at least :data:`COARSE_ABOVE_FLOOR` times the contract's time floor.
+
+    Near the floor the coarse family has little time to gain and its share
+    is better left to the full search. Where it runs it costs the full
+    search time: over ResNet-50 on ``eyeriss-like`` (30 s; the narrow times
+    of conv1 and the 3x3 layers are 2-4x the floor there, and the full
+    search brings them near it) the network's time rose 0.1 % and its
+    words 2.4 % (conv1 4.4 M -> 10.7 M words), against the 3x3 layers of
+    ``tpu-v4i-like`` 2.3x faster and its conv1 at its floor, 185x faster.
+    """
+    time = next((p.value for p in narrow.phases if p.name == "time"), None)
+    floor = _contract_floors(problem)["time"]
+    return time is None or time >= COARSE_ABOVE_FLOOR * floor
+
+
+_FAMILIES = {"narrow": "narrow family (windows unsplit over mesh axes, default positions)",
+             "coarse": "coarse family (coarse tile chains, default positions)"}
+
+
+def _values(result) -> list[Fraction]:
+    return [p.value for p in result.phases]
 
 
 def fallback(result: R, problem: Problem, seconds: float, interrupted: bool) -> R:
-    """The narrow ``result`` as the solve's, FEASIBLE, each phase's bound the contract's floor (time, words).
+    """The first schedule's ``result`` (:func:`first_schedule`) as the solve's, each phase's bound the
+    contract's floor (time, words); its restrictions name the family it came from.
 
-    The narrow search's own bounds come from its chains, which leave window
-    splits over mesh axes out: they bound the narrow family only.
-    ``contract_floors`` holds for every schedule of the contract.
+    A first search's own bounds come from its chains, which leave out window
+    splits over mesh axes (narrow) or all but the coarse chains (coarse):
+    they bound that family only. ``contract_floors`` holds for every
+    schedule of the contract, so the phases that meet it are proven
+    (:func:`_proven_at_floors`): ResNet-50's conv1 on ``tpu-v4i-like``, whose
+    wide model does not load in the time left, gets its time this way.
     """
     floors = _contract_floors(problem)
-    phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
-                                       start_bound=None) for p in result.phases)
-    log.info("the full search found no schedule of its own%s: the narrow family's schedule is the result",
+    phases = _proven_at_floors([dataclasses.replace(p, status="FEASIBLE", start_bound=None,
+                                                    bound=min(p.value, floors.get(p.name, Fraction(0))))
+                                for p in result.phases], floors)
+    log.info("the full search found no schedule of its own%s: the first schedule is the result",
              " before it was stopped" if interrupted else " in the time left")
+    if all(p.status == "OPTIMAL" for p in phases):
+        return dataclasses.replace(result, status="OPTIMAL", phases=phases, solve_seconds=seconds,
+                                   family_restrictions=(), interrupted=interrupted)
     return dataclasses.replace(result, status="FEASIBLE", phases=phases, solve_seconds=seconds,
-                               family_restrictions=(NARROW_ONLY,), interrupted=interrupted)
+                               interrupted=interrupted)
+
+
+def _proven_at_floors(phases: list, floors: dict[str, Fraction]) -> tuple:
+    """``phases`` with each phase OPTIMAL whose value meets its contract floor while every earlier one is
+    OPTIMAL (a phase already OPTIMAL stays so).
+
+    The floors hold for every schedule of the contract (model/bounds.contract_floors):
+    a time at the time floor is the least of the whole family, and words at
+    the words floor at that time the least there too.
+    """
+    out = []
+    for p in phases:
+        earlier = all(q.status == "OPTIMAL" for q in out)
+        met = p.name in floors and p.value == floors[p.name]
+        out.append(dataclasses.replace(p, status="OPTIMAL") if earlier and met else p)
+    return tuple(out)
 
 
 def better_of(wide: R, first: R, problem: Problem) -> R:
-    """The wide search's result, or the narrow ``first`` when its schedule is better (phase values compared in
-    priority order), then FEASIBLE with bounds that hold for the family the wide search covered.
+    """The wide search's result, or the ``first`` schedule's (:func:`first_schedule`) when it is better (phase
+    values compared in priority order), then FEASIBLE with bounds that hold for the family the wide search
+    covered.
 
     The wide first phase's bound holds for every schedule of its family (the
-    narrow family is inside it); a later phase's bound holds only at the
+    first schedule's family is inside it); a later phase's bound holds only at the
     earlier phases' values that the wide search reached, so those take the
     contract's floors. The first phase stays OPTIMAL where the wide search
-    proved it at the narrow schedule's value (the narrow one won a later
+    proved it at the first schedule's value (the first one won a later
     phase). The restrictions are the wide search's: what the bounds cover.
     """
     values = [p.value for p in wide.phases]
@@ -139,11 +233,14 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
         bound = min(p.value, max(floor, wide.phases[0].bound) if i == 0 else floor)
         proven = i == 0 and wide.phases[0].status == "OPTIMAL" and bound == p.value
         phases.append(dataclasses.replace(p, status="OPTIMAL" if proven else "FEASIBLE", bound=bound, start_bound=None))
-    log.info("the full search ended worse (%s) than the narrow family's schedule (%s): the narrow schedule is the "
+    phases = _proven_at_floors(phases, floors)
+    log.info("the full search ended worse (%s) than the first schedule (%s): the first schedule is the "
              "result", ", ".join(f"{p.name} {p.value}" for p in wide.phases),
              ", ".join(f"{p.name} {p.value}" for p in first.phases))
-    return dataclasses.replace(first, status="FEASIBLE", phases=tuple(phases), solve_seconds=wide.solve_seconds,
-                               space=wide.space, family_restrictions=wide.family_restrictions,
+    proven = all(p.status == "OPTIMAL" for p in phases)
+    return dataclasses.replace(first, status="OPTIMAL" if proven else "FEASIBLE", phases=phases,
+                               solve_seconds=wide.solve_seconds, space=wide.space,
+                               family_restrictions=() if proven else wide.family_restrictions,
                                interrupted=wide.interrupted)
 
 

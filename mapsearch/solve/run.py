@@ -202,15 +202,15 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
 
 
 def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
-           narrow_family: bool = False) -> SolveResult:
-    """One search. ``narrow_family``: window dimensions unsplit over mesh axes (a first schedule, solve/narrow.py)."""
-    if narrow_family or not narrow.applies(problem, options):
-        return _search(problem, constraints, options, start, narrow_family)
-    first = narrow.first_schedule(problem, options, start, lambda o: _solve(problem, constraints, o,
-                                                                            time.perf_counter(), True))
+           family: str = "full") -> SolveResult:
+    """One search of ``family``: "full", or a first schedule's ("narrow", "coarse": solve/narrow.py)."""
+    if family != "full" or not narrow.applies(problem, options):
+        return _search(problem, constraints, options, start, family)
+    first = narrow.first_schedule(problem, options, start, lambda o, f: _search(problem, constraints, o,
+                                                                                time.perf_counter(), f))
     if first is None:
         return _search(problem, constraints, options, start)
-    if budget.stopped():  # stopped during the narrow search: its schedule is all there is
+    if budget.stopped():  # stopped during a first search: its schedule is all there is
         return narrow.fallback(first, problem, time.perf_counter() - start, True)
     try:
         result = _search(problem, constraints, dataclasses.replace(options, start=first.schedule), start)
@@ -220,9 +220,13 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
 
 
 def _search(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
-            narrow_family: bool = False) -> SolveResult:
+            family: str = "full") -> SolveResult:
+    """Build and search ``family``: "full" (the searched family), or for a first schedule (solve/narrow.py)
+    "narrow" (window dimensions unsplit over mesh axes; coarse searches only) or "coarse" (the model of the
+    coarse chains alone, searched in full)."""
     report("building the model")
-    enc = build(problem, constraints, options, windows_over_mesh=not narrow_family)
+    narrow_family = family == "narrow"
+    enc = build(problem, constraints, options, windows_over_mesh=not narrow_family, coarse_only=family == "coarse")
     # The narrow family's phases are its coarse searches alone: each may take its share of the narrow limit.
     coarse_share = 1 / len(_objectives(enc, options)) if narrow_family else 0.25
     restrictions = family_restrictions(enc)
@@ -244,7 +248,7 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         hint_vars=_decision_vars(enc),
         coarse=first_hint,
         floor=lambda name: _floor(enc, name),
-        on_infeasible=(lambda: InfeasibleError("no schedule in the narrow family")) if narrow_family else
+        on_infeasible=(lambda: InfeasibleError(f"no schedule in the {family} family")) if family != "full" else
         (lambda: in_family(explain_infeasible(problem, constraints, options), restrictions, problem)),
         coarse_only=narrow_family,
     )

@@ -1,13 +1,16 @@
-"""The narrow family's first schedule on meshed paths (mapsearch/solve/narrow.py).
+"""The first schedule on meshed paths (mapsearch/solve/narrow.py).
 
-On a meshed path ``solve`` first solves the problem with window dimensions
-unsplit over mesh axes and buffers at their default positions (coarse
-searches only), and starts the full search from that schedule. Checked here:
-the narrow model is that family (its chains split no window dimension over a
-mesh axis, its schedule keeps default positions); when it applies; and that
-the start changes no optimum: on a case whose wide optimum is 6x faster than
-anything in the narrow family, the solve still proves the wide optimum of the
-brute force, and its figures are never worse than the start's.
+On a meshed path ``solve`` first solves the problem in two narrower
+families, buffers at their default positions: window dimensions unsplit over
+mesh axes (the narrow family, coarse searches only), and the model of the
+coarse chains alone (the coarse family); the better schedule starts the full
+search. Checked here: each model is that family (the narrow chains split no
+window dimension over a mesh axis, the coarse chains are a subset of the full
+ones with coarse extents, the schedules keep default positions); when it
+applies; and that the start changes no optimum: on a case whose wide optimum
+is 6x faster than anything in the narrow family, the solve still proves the
+wide optimum of the brute force, and its figures are never worse than the
+start's.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from mapsearch.model.build import build  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.solve import narrow  # noqa: E402
-from mapsearch.solve.run import _solve, solve  # noqa: E402
+from mapsearch.solve.run import _search, solve  # noqa: E402
 from mapsearch.spec.architecture import MeshAxis  # noqa: E402
 from mapsearch.spec.constraints import Constraints  # noqa: E402
 from tests.solve.test_spatial_levels import arch  # noqa: E402
@@ -51,6 +54,31 @@ def test_the_narrow_model_splits_no_window_dimension_over_a_mesh_axis() -> None:
     assert _split_rows(thin.chains["k"]) == _split_rows(wide.chains["k"]) > 0  # other dimensions as before
 
 
+def test_the_coarse_model_is_the_coarse_chains_of_the_full_one() -> None:
+    from mapsearch.model.coarse_chains import coarse_chains
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    wide, coarse = build(p, options=OPTIONS), build(p, options=OPTIONS, coarse_only=True)
+    assert len(coarse.chains["p"]) < len(wide.chains["p"])  # 8 chains, 7 of them coarse (extent 4: 3 is not)
+    for d, chains in coarse.chains.items():
+        full = {tuple(r) for r in wide.chains[d].tiles.tolist()}
+        assert {tuple(r) for r in chains.tiles.tolist()} <= full, d
+        assert coarse_chains(chains.extent, chains.tiles) == list(range(len(chains))), d
+    assert _split_rows(coarse.chains["p"]) > 0 and _split_rows(coarse.chains["r"]) > 0  # windows over the mesh
+
+
+def _first(family: str):
+    """The ``family``'s first search on the row-stationary conv, as ``solve`` runs it (default positions)."""
+    import dataclasses
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    return _search(p, Constraints(), dataclasses.replace(OPTIONS, placement=False), time.perf_counter(), family)
+
+
+def _search_family(p):
+    return lambda o, family: _search(p, Constraints(), o, time.perf_counter(), family)
+
+
 def test_when_the_narrow_family_applies() -> None:
     flat = arch([None, 8], {})
     meshed = arch([None, 8], {1: [MeshAxis("x", 2, ("all",))]})
@@ -64,21 +92,27 @@ def test_when_the_narrow_family_applies() -> None:
     assert not narrow.applies(Problem(ROW_STATIONARY, PE_ARRAY), SolveOptions(dram_rows="tiebreak"))
 
 
-def test_the_start_is_the_narrow_family_and_the_solve_still_finds_the_wide_optimum(caplog) -> None:
-    """Row-stationary conv on a 4x3 PE array: the narrow family's best is 12 clocks, the wide optimum 2."""
+def test_the_start_is_the_better_first_schedule_and_the_solve_still_finds_the_wide_optimum(caplog) -> None:
+    """Row-stationary conv on a 4x3 PE array: the narrow family's best is 12 clocks, the wide optimum 2 (which
+    the coarse family holds: 2 clocks, 26 words)."""
     p = Problem(ROW_STATIONARY, PE_ARRAY)
-    found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
-                                  lambda o: _solve(p, Constraints(), o, time.perf_counter(), True))
-    assert found is not None
-    first = found.schedule
-    split = {sp.dim for lm in first.levels for sp in lm.spatial}
+    thin = _first("narrow").schedule
+    split = {sp.dim for lm in thin.levels for sp in lm.spatial}
     assert split and not split & {"p", "r"}  # splits, but none of a window dimension
-    assert all(not lm.positions for lm in first.levels)  # default positions
+    assert thin.predicted.time >= 12  # the narrow family's best time (brute force, test_spatial_windows)
+    coarse = _first("coarse")
+    assert [ph.value for ph in coarse.phases] == [2, 26]
+    found = narrow.first_schedule(p, OPTIONS, time.perf_counter(), _search_family(p))
+    assert found is not None and found.family_restrictions == (narrow.COARSE_ONLY,)  # the better one
+    first = found.schedule
+    assert all(not lm.positions for lm in first.levels) and all(not lm.positions for lm in thin.levels)
     start = (first.predicted.time, first.predicted.words_total)
-    assert start[0] >= 12  # the narrow family's best time (brute force, test_spatial_windows)
+    assert start == (2, 26)
     with caplog.at_level(logging.INFO, logger="mapsearch.solve.narrow"):
         result = solve(p, options=OPTIONS)
-    assert any("a start for the full search" in r.getMessage() for r in caplog.records)
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum(m.startswith(("narrow family", "coarse family")) for m in messages) == 2  # both searched
+    assert "the coarse family's schedule starts the full search" in messages
     brute = bfs.brute_force_spatial(ROW_STATIONARY, PE_ARRAY)
     assert result.status == "OPTIMAL_IN_FAMILY"  # proven; positions at the meshed level are not searched
     assert [r.startswith("buffer placement") for r in result.family_restrictions] == [True]
@@ -86,30 +120,48 @@ def test_the_start_is_the_narrow_family_and_the_solve_still_finds_the_wide_optim
     assert (result.schedule.predicted.time, result.schedule.predicted.words_total) <= start
 
 
-def test_a_narrow_family_without_a_schedule_gives_no_start(caplog) -> None:
-    """The narrow search's infeasibility or timeout is not the problem's: no start, the reason logged."""
+def test_first_families_without_a_schedule_give_no_start(caplog) -> None:
+    """A first search's infeasibility or timeout is not the problem's: no start, the reason logged."""
     from mapsearch.errors import InfeasibleError, SolverTimeout
 
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     for error in (InfeasibleError("no schedule in the narrow family"), SolverTimeout("no schedule in 0.1 s")):
-        def fails(_options, error=error):
+        def fails(_options, _family, error=error):
             raise error
 
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="mapsearch.solve.narrow"):
             assert narrow.first_schedule(p, OPTIONS, time.perf_counter(), fails) is None
         assert [r.getMessage() for r in caplog.records] == [
-            f"narrow family (windows unsplit over mesh axes, default positions): no first schedule ({error})"]
+            f"narrow family (windows unsplit over mesh axes, default positions): no first schedule ({error})",
+            f"coarse family (coarse tile chains, default positions): no first schedule ({error})"]
 
 
-def test_the_narrow_search_gets_a_share_of_the_time_left() -> None:
+def test_the_narrow_schedule_is_the_start_where_the_coarse_family_has_none() -> None:
+    from mapsearch.errors import SolverTimeout
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+
+    def narrow_only(options, family):
+        if family == "coarse":
+            raise SolverTimeout("no schedule in 0.1 s")
+        return _search(p, Constraints(), options, time.perf_counter(), family)
+
+    found = narrow.first_schedule(p, OPTIONS, time.perf_counter(), narrow_only)
+    assert found.family_restrictions == (narrow.NARROW_ONLY,) and found.phases[0].value == 12
+
+
+def test_the_first_searches_get_shares_of_the_time_left() -> None:
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
+    search = _search_family(p)
     found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
-                                  lambda o: seen.append(o) or _solve(p, Constraints(), o, time.perf_counter(), True))
-    assert found is not None and found.phases[0].value == 12  # the narrow family's best time (coarse search)
-    assert len(seen) == 1 and not seen[0].placement
-    assert 40 * narrow.TIME_SHARE - 1 < seen[0].time_limit <= 40 * narrow.TIME_SHARE
+                                  lambda o, family: seen.append((o, family)) or search(o, family))
+    assert found is not None and found.phases[0].value == 2  # the coarse family's, better than the narrow 12
+    assert [family for _, family in seen] == ["narrow", "coarse"] and not any(o.placement for o, _ in seen)
+    assert 40 * narrow.TIME_SHARE - 1 < seen[0][0].time_limit <= 40 * narrow.TIME_SHARE
+    # The coarse search's share is of the time the narrow one left (it took a second or so of its share).
+    assert (40 - 10) * narrow.COARSE_SHARE < seen[1][0].time_limit <= 40 * narrow.COARSE_SHARE
 
 
 @pytest.mark.parametrize("error", ["timeout", "interrupt"])
@@ -123,24 +175,40 @@ def test_without_a_schedule_of_its_own_the_full_search_returns_the_narrow_one(mo
 
     search = run._search
 
-    def wide_fails(problem, constraints, options, start, narrow_family=False):
-        if not narrow_family:
+    def wide_fails(problem, constraints, options, start, family="full"):
+        if family == "full":
             raise SolverTimeout("no schedule in 0 s") if error == "timeout" else Interrupted("interrupted")
-        return search(problem, constraints, options, start, narrow_family)
+        return search(problem, constraints, options, start, family)
 
     monkeypatch.setattr(run, "_search", wide_fails)
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     result = solve(p, options=OPTIONS)
     assert result.status == "FEASIBLE" and result.interrupted == (error == "interrupt")
-    assert result.family_restrictions == (narrow.NARROW_ONLY,)
+    assert result.family_restrictions == (narrow.COARSE_ONLY,)
     f = result.schedule.predicted
-    assert [ph.value for ph in result.phases] == [f.time, f.words_total]
-    assert f.time >= 12  # the narrow family's schedule (its best is 12 clocks)
+    assert [ph.value for ph in result.phases] == [f.time, f.words_total] == [2, 26]  # the coarse family's
     scale = clock_scale(PE_ARRAY)
     floors = contract_floors(p, scale)
     assert [ph.bound for ph in result.phases] == [Fraction(floors[0], scale), floors[1]]
     assert result.phases[0].bound <= 2 and result.phases[1].bound <= 26  # the whole family's optimum
-    assert not any(lm.spatial and {sp.dim for sp in lm.spatial} & {"p", "r"} for lm in result.schedule.levels)
+    # The time meets the contract's floor (24 / 12 = 2 clocks): proven over the whole family; the words do not.
+    assert [ph.status for ph in result.phases] == ["OPTIMAL", "FEASIBLE"]
+
+
+def test_phases_at_the_contract_floors_are_proven_in_order() -> None:
+    from mapsearch.solve.phases import Phase
+
+    floors = {"time": Fraction(2), "words": Fraction(20)}
+
+    def phases(*values):
+        return [Phase(name, "FEASIBLE", Fraction(v), Fraction(min(v, floors[name])), 0.0)
+                for name, v in zip(("time", "words"), values)]
+
+    assert [p.status for p in narrow._proven_at_floors(phases(2, 20), floors)] == ["OPTIMAL", "OPTIMAL"]
+    assert [p.status for p in narrow._proven_at_floors(phases(2, 26), floors)] == ["OPTIMAL", "FEASIBLE"]
+    # Words at their floor after a time above its floor prove nothing: the words floor holds at every time.
+    assert [p.status for p in narrow._proven_at_floors(phases(3, 20), floors)] == ["FEASIBLE", "FEASIBLE"]
+    assert [p.status for p in narrow._proven_at_floors(phases(3, 20)[:1], {})] == ["FEASIBLE"]  # no floor known
 
 
 def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch) -> None:
@@ -152,15 +220,15 @@ def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch
     search = run._search
     searched = []
 
-    def narrow_then_stop(problem, constraints, options, start, narrow_family=False):
-        searched.append(narrow_family)
-        found = search(problem, constraints, options, start, narrow_family)
+    def narrow_then_stop(problem, constraints, options, start, family="full"):
+        searched.append(family)
+        found = search(problem, constraints, options, start, family)
         budget.current().stop()  # as the CLI's Ctrl-C handler does, once the narrow search has its schedule
         return found
 
     monkeypatch.setattr(run, "_search", narrow_then_stop)
     result = solve(Problem(ROW_STATIONARY, PE_ARRAY), options=OPTIONS)
-    assert searched == [True]  # the full search never ran
+    assert searched == ["narrow"]  # neither the coarse nor the full search ran
     assert result.interrupted and result.status == "FEASIBLE"
     assert result.family_restrictions == (narrow.NARROW_ONLY,)
     assert result.phases[0].value >= 12  # the narrow family's schedule (its best is 12 clocks)
@@ -176,8 +244,7 @@ def test_a_full_search_that_ends_worse_than_the_narrow_schedule_returns_the_narr
     from mapsearch.model.build import clock_scale
 
     p = Problem(ROW_STATIONARY, PE_ARRAY)
-    first = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
-                                  lambda o: _solve(p, Constraints(), o, time.perf_counter(), True))
+    first = _first("narrow")
     wide = solve(p, options=OPTIONS)
     assert [ph.value for ph in wide.phases] == [2, 26] and [ph.value for ph in first.phases][0] == 12
     assert narrow.better_of(wide, first, p) is wide  # the full search's schedule is better: kept
@@ -206,3 +273,19 @@ def test_a_full_search_that_ends_worse_than_the_narrow_schedule_returns_the_narr
     tie = dataclasses.replace(wide, phases=tuple(dataclasses.replace(ph, value=fp.value)
                                                  for ph, fp in zip(wide.phases, first.phases)))
     assert narrow.better_of(tie, first, p) is tie
+
+
+def test_the_coarse_family_is_searched_only_where_the_narrow_schedule_idles_the_array(monkeypatch) -> None:
+    """The narrow schedule's 12 clocks are 6x the contract's floor of 2: the coarse family is searched (above).
+    Within the multiple it is not, and the narrow schedule is the start."""
+    seen = []
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    search = _search_family(p)
+    monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 6)  # 12 >= 6 x 2: still searched
+    narrow.first_schedule(p, OPTIONS, time.perf_counter(), lambda o, family: seen.append(family) or search(o, family))
+    assert seen == ["narrow", "coarse"]
+    seen.clear()
+    monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 7)
+    found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
+                                  lambda o, family: seen.append(family) or search(o, family))
+    assert seen == ["narrow"] and found.family_restrictions == (narrow.NARROW_ONLY,) and found.phases[0].value == 12

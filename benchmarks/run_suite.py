@@ -133,6 +133,8 @@ class Row:
     status: str
     solve_s: float
     gap: float | None = None
+    clocks: float | None = None  # the schedule's time
+    time_gap: float | None = None  # the time phase's gap (``gap`` is the largest over the phases)
     words: int | None = None
     inner_words: int | None = None
     top_words: int | None = None
@@ -181,6 +183,8 @@ def run_layer(layer: Layer, arch: Architecture, options: SolveOptions, replay_ma
     row.solve_s = time.perf_counter() - t0
     row.status, row.gap = result.status, result.gap
     fig = result.schedule.predicted
+    row.clocks = float(fig.time)
+    row.time_gap = next((p.gap for p in result.phases if p.name == "time"), None)
     row.words, row.utilization = fig.words_total, float(fig.utilization)
     row.inner_words = fig.links[-1].words
     row.top_words = fig.links[0].words if len(fig.links) >= 2 else None
@@ -199,7 +203,8 @@ def _f(x, spec: str, width: int) -> str:
     return f"{'-':>{width}}" if x is None else f"{x:{width}{spec}}"
 
 
-HEADER = (f"{'layer':32} {'count':>5} {'status':10} {'solve s':>8} {'gap':>6} {'words':>12} {'util':>6} "
+HEADER = (f"{'layer':32} {'count':>5} {'status':10} {'solve s':>8} {'gap':>6} {'clocks':>10} {'t gap':>6} "
+          f"{'words':>12} {'util':>6} "
           f"{'L0 words':>12} {'bound':>12} {'ratio':>6} {'ratio_top':>9}  replay")
 
 
@@ -207,7 +212,9 @@ def format_row(r: Row) -> str:
     if r.words is None:
         return f"{r.name:32} {r.count:5d} {r.status:10} {r.solve_s:8.2f}  {r.error}"
     gap = "" if r.gap is None else f"{r.gap:6.1%}"
-    return (f"{r.name:32} {r.count:5d} {r.status:10} {r.solve_s:8.2f} {gap:>6} {r.words:12d} {r.utilization:6.3f} "
+    time_gap = "" if r.time_gap is None else f"{r.time_gap:6.1%}"
+    return (f"{r.name:32} {r.count:5d} {r.status:10} {r.solve_s:8.2f} {gap:>6} {r.clocks:10.0f} {time_gap:>6} "
+            f"{r.words:12d} {r.utilization:6.3f} "
             f"{r.inner_words:12d} {r.bound:12d}{'*' if r.bound_kind == 'compulsory' else ' '}"
             f"{_f(r.ratio, '.2f', 5)} {_f(r.ratio_top, '.2f', 9)}  {r.replay}"
             + (f" ({r.replay_s:.1f}s)" if r.replay_s is not None else ""))
@@ -277,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                  if mm_ratios and len(mm_ratios) != len(ratios) else ""))
         inner = sum(r.inner_words * r.count for r in solved)
         bound = sum(r.bound * r.count for r in solved)
-        print(f"network (count-weighted): {sum(r.words * r.count for r in solved):,} words on all links, "
+        print(f"network (count-weighted): {sum(r.clocks * r.count for r in solved):,.0f} clocks, "
+              f"{sum(r.words * r.count for r in solved):,} words on all links, "
               f"{inner:,} on the L0 link vs bound {bound:,} (ratio {inner / bound:.2f})")
     return 1 if mismatched else 0
 

@@ -289,3 +289,28 @@ def test_the_coarse_family_is_searched_only_where_the_narrow_schedule_idles_the_
     found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
                                   lambda o, family: seen.append(family) or search(o, family))
     assert seen == ["narrow"] and found.family_restrictions == (narrow.NARROW_ONLY,) and found.phases[0].value == 12
+
+
+def test_a_first_schedule_at_every_contract_floor_is_optimal_over_the_whole_family() -> None:
+    """``fallback`` with phases at the contract's floors (24 / 12 = 2 clocks, 20 words: values set here, to
+    reach the branch): OPTIMAL, and no restriction named, since no schedule of the contract is below a floor."""
+    import dataclasses
+
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    scale = clock_scale(PE_ARRAY)
+    time_floor, words_floor = contract_floors(p, scale)
+    first = _first("coarse")
+    first = dataclasses.replace(first, family_restrictions=(narrow.COARSE_ONLY,), phases=(
+        dataclasses.replace(first.phases[0], value=Fraction(time_floor, scale)),
+        dataclasses.replace(first.phases[1], value=Fraction(words_floor))))
+    result = narrow.fallback(first, p, 1.0, False)
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert [(ph.status, ph.bound) for ph in result.phases] == [("OPTIMAL", Fraction(2)), ("OPTIMAL", Fraction(20))]
+    # One word above the floor: the time stays proven, the result FEASIBLE in the coarse family's terms.
+    first = dataclasses.replace(first, phases=(first.phases[0], dataclasses.replace(first.phases[1], value=21)))
+    result = narrow.fallback(first, p, 1.0, False)
+    assert result.status == "FEASIBLE" and result.family_restrictions == (narrow.COARSE_ONLY,)
+    assert [ph.status for ph in result.phases] == ["OPTIMAL", "FEASIBLE"]

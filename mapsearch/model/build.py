@@ -71,6 +71,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
     pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
     in_window = {(win.tensor, d) for win in windows for d in win.dims}
     J = p.depth
+    meshed = bool(meshed_levels(p))
     out: dict[str, DimChains] = {}
     for d, extent in w.extents:
         bounds = [(1, extent)] * J
@@ -111,7 +112,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
-        out[d] = _coarse(chains, bool(meshed_levels(p))) if coarse_only else chains
+        out[d] = _coarse(chains, meshed) if coarse_only else chains
         checkpoint(f"enumerating the tile chains of {d}")
     if windows:
         out = prune_window_chains(out, windows, J)

@@ -87,9 +87,15 @@ def meets_contract_floors(enc: Encoding, optima: list[tuple[str, Fraction]]) -> 
     """
     if [name for name, _ in optima] not in (["time", "words"], ["words"]) or enc.rows is not None:
         return False
-    time_floor, words_floor = contract_floors(enc.problem, enc.scale)
-    floors = {"time": Fraction(time_floor, enc.scale), "words": Fraction(words_floor)}
+    floors = phase_floors(enc.problem, enc.scale)
     return all(value == floors[name] for name, value in optima)
+
+
+def phase_floors(problem: Problem, scale: int) -> dict[str, Fraction]:
+    """Per phase name, the floor every schedule of the contract meets (``model/bounds.contract_floors``):
+    the time in clocks (``scale``: the model's clock scale) and the words."""
+    time_floor, words_floor = contract_floors(problem, scale)
+    return {"time": Fraction(time_floor, scale), "words": Fraction(words_floor)}
 
 
 def proven_status(all_phases_optimal: bool, restrictions: tuple[str, ...]) -> str:

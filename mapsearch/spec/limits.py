@@ -13,9 +13,9 @@ and the limit, before anything is built from it:
   past that). An exact number (a link cost, clocks per call) whose numerator
   or denominator passes it cannot be held at all; together, the numbers
   must still fit: the model scales every time by the least common multiple
-  of the denominators, and :func:`problem_error` bounds the largest figure a
-  problem can reach (every word of every tensor crossing every link once
-  per MAC, in the model's scaled clock units) below 2^62.
+  of the denominators, and :func:`einsum_error` (one einsum) or
+  :func:`problem_error` (a chain of einsums) bounds the largest figure its
+  model can hold below 2^62.
 - ``MAX_DEPTH``: nesting of a YAML or JSON document (the specs nest a few
   levels; a deeper one is refused before Python's recursion limit).
 """
@@ -29,13 +29,17 @@ from typing import Any, Iterable
 from mapsearch.errors import short_repr
 
 __all__ = ["MAX_EXTENT", "MAX_INSTANCES", "MAX_CAPACITY", "MODEL_LIMIT", "MAX_DEPTH", "describe",
-           "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error", "problem_error"]
+           "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error", "problem_error",
+           "einsum_error", "einsum_figures", "FIGURES_MARGIN"]
 
 MAX_EXTENT = 2**24
 MAX_INSTANCES = 2**20
 MAX_CAPACITY = 2**50
 MODEL_LIMIT = 2**62
 MAX_DEPTH = 100
+# einsum_figures is an estimate checked against the models built (tests/spec/test_size_guard.py: at most
+# 0.68 of it over the fuzz generator's cases and the presets); the guard keeps this factor more in reserve.
+FIGURES_MARGIN = 4
 
 
 def describe(value: object, limit: int = 60) -> str:
@@ -108,4 +112,52 @@ def problem_error(extents: Iterable[int], block: dict[str, int], tensors: int, i
     if largest > MODEL_LIMIT:
         return (f"its figures could reach about 2^{largest.bit_length() - 1} (MACs {math.prod(e for _, e in extents):,}, "
                 f"clock unit 1/{scale:,}), more than the solver holds exactly (2^62)")
+    return None
+
+
+def einsum_figures(extents: Iterable[tuple[str, int]], block: dict[str, int], spans: Iterable[int], links: int,
+                   clocks_per_call: Fraction, link_costs: Iterable[Fraction]) -> tuple[int, int]:
+    """``(largest, scale)``: the largest number the model of one einsum holds, estimated, and its clock unit.
+
+    The model's numbers (model/build.py) are the time, scaled by the lcm
+    of the costs' denominators, and the words; the largest is one of:
+
+    - the compute time, at most ``calls x clocks_per_call x scale`` with
+      ``calls = prod_d ceil(E_d / b_d)`` (one instance making every call);
+    - a link's time, at most its words (every tensor, down and up) x the
+      costliest rate x scale. A tensor's words down (or up) on one link,
+      summed over the link's copies, are at most ``links x span_X x
+      padded MACs``: each tile visit moves at most the region it holds,
+      whose words are at most ``span_X`` per MAC of the visit (``span_X``:
+      per axis of ``X`` the sum of its index coefficients, which bounds the
+      holes a stride or dilation leaves, times ``E_d^(k-1)`` for a
+      dimension in ``k`` axes), and the model's bound on a link's words
+      adds one such term per level that can hold the tensor below it;
+    - the words total, at most ``links`` links of those words.
+
+    Not a proof that the model holds nothing larger: the estimate is
+    checked against the models built for random and preset problems, and
+    :func:`einsum_error` keeps :data:`FIGURES_MARGIN` in reserve.
+    """
+    extents = list(extents)
+    costs = [Fraction(clocks_per_call)] + [Fraction(x) for x in link_costs]
+    scale = math.lcm(*[x.denominator for x in costs])
+    calls = math.prod(-(-e // block.get(d, 1)) for d, e in extents)
+    padded = math.prod(-(-e // block.get(d, 1)) * block.get(d, 1) for d, e in extents)
+    link_words = 2 * max(1, links) * sum(spans) * padded
+    costliest = max(costs[1:], default=Fraction(0))
+    largest = max(calls * math.ceil(costs[0] * scale), link_words * math.ceil(costliest * scale), links * link_words)
+    return largest, scale
+
+
+def einsum_error(extents: Iterable[tuple[str, int]], block: dict[str, int], spans: Iterable[int], links: int,
+                 clocks_per_call: Fraction, link_costs: Iterable[Fraction]) -> str | None:
+    """None when the model of one einsum holds its figures within the solver's integers (with
+    :data:`FIGURES_MARGIN` in reserve: :func:`einsum_figures`), else why not."""
+    extents = list(extents)
+    largest, scale = einsum_figures(extents, block, spans, links, clocks_per_call, link_costs)
+    if largest * FIGURES_MARGIN > MODEL_LIMIT:
+        return (f"its figures could reach about 2^{largest.bit_length() - 1} (MACs {math.prod(e for _, e in extents):,}, "
+                f"clock unit 1/{scale:,}), more than the solver holds exactly (2^62, "
+                f"with a factor {FIGURES_MARGIN} in reserve)")
     return None

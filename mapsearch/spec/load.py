@@ -33,7 +33,7 @@ from mapsearch.spec import limits
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.energy import energy_from_dict, energy_to_dict
 from mapsearch.spec.block_roles import ROLES, bindable_blocks
-from mapsearch.spec.einsum import Einsum
+from mapsearch.spec.einsum import Einsum, TensorAccess
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
 from mapsearch.spec.reading import (
     _error,
@@ -258,17 +258,38 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
                 if name not in _REUSE_ROLES and name not in tensors:
                     raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k]),
                                  f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
-    numbers = [architecture.compute.clocks_per_call]
-    numbers += [x for lv in architecture.levels if lv.link is not None
-                for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
+    link_costs = [x for lv in architecture.levels if lv.link is not None
+                  for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
+    numbers = [architecture.compute.clocks_per_call] + link_costs
     instances = math.prod(lv.instances for lv in architecture.levels)
+    einsums = tuple(einsums)
     for block in blocks:
-        problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
+        if len(einsums) == 1:  # one einsum: its model's figures (limits.einsum_figures)
+            spans = [span_factor(t, dict(extents)) for t in einsums[0].tensors]
+            links = len(architecture.levels) - 1
+            problem = limits.einsum_error(extents, block, spans, links, architecture.compute.clocks_per_call, link_costs)
+            alone = limits.einsum_error(extents, block, spans, links, Fraction(1), ())
+        else:  # a chain: every word of every tensor crossing every link of every instance once per MAC
+            problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
+            alone = limits.problem_error(extents, block, len(tensors), 1, ())
         if problem is None:
             continue
-        if limits.problem_error(extents, block, len(tensors), 1, ()) is not None:  # the extents alone are too big
+        if alone is not None:  # the extents alone are too big
             raise _note(source, "extents", f"{problem} (on {architecture_source})")
         raise _note(architecture_source, "", f"with {source}: {problem}")
+
+
+def span_factor(tensor: TensorAccess, extents: Mapping[str, int]) -> int:
+    """The most words per MAC a region of ``tensor`` can hold (limits.einsum_figures): per axis the sum of its
+    index coefficients (a stride or dilation leaves holes inside a region), times ``E_d^(k-1)`` for a
+    dimension in ``k`` axes (``A[m, m]`` spans ``T_m^2`` words for ``T_m`` MACs)."""
+    factor = 1
+    axes: dict[str, int] = {}
+    for ix in tensor.indices:
+        factor *= max(1, sum(c for _, c in ix.terms))
+        for d, _ in ix.terms:
+            axes[d] = axes.get(d, 0) + 1
+    return factor * math.prod(extents[d] ** (k - 1) for d, k in axes.items())
 
 
 _REUSE_ROLES = ("input", "output", "all", "none")

@@ -58,7 +58,7 @@ def test_each_profile_is_its_preset_and_each_quick_one_says_what_it_stands_in_fo
         real, quick = load_profile(name), load_profile(f"{name}-quick")
         if real.preset is not None:
             preset = architecture_to_dict(load_preset(real.preset))
-            if name == "tpu":  # HBM -> CMEM at 614.4 GB/s, not 614: a rate the solver's size guard takes (tpu.yaml)
+            if name == "tpu":  # HBM -> CMEM at 614.4 GB/s, not 614: rounded for the former size guard (tpu.yaml)
                 link = preset["levels"][1]["link"]
                 assert link["input_clocks_per_word"] == link["output_clocks_per_word"] == "21/6140"
                 preset["levels"][1]["link"].update(input_clocks_per_word="7/2048", output_clocks_per_word="7/2048")

@@ -363,7 +363,7 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
     if arch.compute.block_roles:  # fused stages model every einsum with one op; binding per einsum is not built
         raise SpecError(_source_name(architecture, arch.name), "compute.block_roles", "", detail="a chain of einsums "
                         "needs the op's block by dimension (compute.block); GEMM roles are bound for one einsum at a time")
-    check_problem(graph.extents, tensors, arch, loaded.source, _source_name(architecture, arch.name))
+    check_problem(graph.extents, tensors, arch, loaded.source, _source_name(architecture, arch.name), graph.einsums)
     options = options or SolveOptions()
     if loaded.teaal is not None:
         result = solve_teaal(graph, arch, loaded.teaal, options)

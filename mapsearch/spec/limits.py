@@ -13,9 +13,9 @@ and the limit, before anything is built from it:
   past that). An exact number (a link cost, clocks per call) whose numerator
   or denominator passes it cannot be held at all; together, the numbers
   must still fit: the model scales every time by the least common multiple
-  of the denominators, and :func:`einsum_error` (one einsum) or
-  :func:`problem_error` (a chain of einsums) bounds the largest figure its
-  model can hold below 2^62.
+  of the denominators, and :func:`einsum_figures` estimates the largest
+  number the model of an einsum holds (:func:`figures_error`: summed over a
+  chain's einsums, it must stay below 2^62 with a margin).
 - ``MAX_DEPTH``: nesting of a YAML or JSON document (the specs nest a few
   levels; a deeper one is refused before Python's recursion limit).
 """
@@ -30,7 +30,7 @@ from mapsearch.errors import short_repr
 
 __all__ = ["MAX_EXTENT", "MAX_INSTANCES", "MAX_CAPACITY", "MODEL_LIMIT", "MAX_DEPTH", "describe",
            "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error", "problem_error",
-           "einsum_error", "einsum_figures", "FIGURES_MARGIN"]
+           "figures_error", "einsum_figures", "FIGURES_MARGIN"]
 
 MAX_EXTENT = 2**24
 MAX_INSTANCES = 2**20
@@ -137,7 +137,9 @@ def einsum_figures(extents: Iterable[tuple[str, int]], block: dict[str, int], sp
 
     Not a proof that the model holds nothing larger: the estimate is
     checked against the models built for random and preset problems, and
-    :func:`einsum_error` keeps :data:`FIGURES_MARGIN` in reserve.
+    :func:`figures_error` keeps :data:`FIGURES_MARGIN` in reserve. A chain's
+    models (each einsum alone, or fused: stage figures added up) hold at
+    most the sum over its einsums.
     """
     extents = list(extents)
     costs = [Fraction(clocks_per_call)] + [Fraction(x) for x in link_costs]
@@ -150,14 +152,10 @@ def einsum_figures(extents: Iterable[tuple[str, int]], block: dict[str, int], sp
     return largest, scale
 
 
-def einsum_error(extents: Iterable[tuple[str, int]], block: dict[str, int], spans: Iterable[int], links: int,
-                 clocks_per_call: Fraction, link_costs: Iterable[Fraction]) -> str | None:
-    """None when the model of one einsum holds its figures within the solver's integers (with
-    :data:`FIGURES_MARGIN` in reserve: :func:`einsum_figures`), else why not."""
-    extents = list(extents)
-    largest, scale = einsum_figures(extents, block, spans, links, clocks_per_call, link_costs)
+def figures_error(largest: int, scale: int, macs: int) -> str | None:
+    """None when ``largest`` (:func:`einsum_figures`, summed over a chain's einsums) leaves
+    :data:`FIGURES_MARGIN` in reserve below the solver's integers, else why not."""
     if largest * FIGURES_MARGIN > MODEL_LIMIT:
-        return (f"its figures could reach about 2^{largest.bit_length() - 1} (MACs {math.prod(e for _, e in extents):,}, "
-                f"clock unit 1/{scale:,}), more than the solver holds exactly (2^62, "
-                f"with a factor {FIGURES_MARGIN} in reserve)")
+        return (f"its figures could reach about 2^{largest.bit_length() - 1} (MACs {macs:,}, clock unit 1/{scale:,}), "
+                f"more than the solver holds exactly (2^62, with a factor {FIGURES_MARGIN} in reserve)")
     return None

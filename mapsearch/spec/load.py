@@ -263,13 +263,20 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
     numbers = [architecture.compute.clocks_per_call] + link_costs
     instances = math.prod(lv.instances for lv in architecture.levels)
     einsums = tuple(einsums)
+    ext = dict(extents)
+    links = len(architecture.levels) - 1
     for block in blocks:
-        if len(einsums) == 1:  # one einsum: its model's figures (limits.einsum_figures)
-            spans = [span_factor(t, dict(extents)) for t in einsums[0].tensors]
-            links = len(architecture.levels) - 1
-            problem = limits.einsum_error(extents, block, spans, links, architecture.compute.clocks_per_call, link_costs)
-            alone = limits.einsum_error(extents, block, spans, links, Fraction(1), ())
-        else:  # a chain: every word of every tensor crossing every link of every instance once per MAC
+        if einsums:  # each einsum's model, added up for a chain (limits.einsum_figures)
+            def figures(cpc: Fraction, costs: list) -> tuple[int, int]:
+                parts = [limits.einsum_figures([(d, ext[d]) for d in e.dims], block,
+                                               [span_factor(t, ext) for t in e.tensors], links, cpc, costs)
+                         for e in einsums]
+                return sum(p[0] for p in parts), parts[0][1]
+
+            macs = sum(math.prod(ext[d] for d in e.dims) for e in einsums)
+            problem = limits.figures_error(*figures(architecture.compute.clocks_per_call, link_costs), macs)
+            alone = limits.figures_error(*figures(Fraction(1), []), macs)
+        else:  # every word of every tensor crossing every link of every instance once per MAC
             problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
             alone = limits.problem_error(extents, block, len(tensors), 1, ())
         if problem is None:

@@ -22,13 +22,14 @@ import pytest
 
 from mapsearch.errors import InfeasibleError, SpecError
 from mapsearch.model.build import build
+from mapsearch.model.fusion import build_fused
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem, UnsupportedProblem
 
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis
 from mapsearch.spec.load import check_problem, resolve_architecture, span_factor
-from mapsearch.spec.workload import Workload
+from mapsearch.spec.workload import Workload, WorkloadGraph
 
 EINSUMS = [
     ("Z[m,n] += A[m,k] * B[k,n]", "mnk"),
@@ -127,3 +128,46 @@ def test_a_problem_past_the_limit_is_refused_naming_the_architecture() -> None:
     with pytest.raises(SpecError, match=r"tpu-v4i-like.*its figures could reach about 2\^74 .*more than the solver "
                                         r"holds exactly"):
         check_problem(w.extents, w.tensor_names, arch, "mm.yaml", "tpu-v4i-like", (w.einsum,))
+
+
+CHAINS = [
+    ["T[m,n] += A[m,k] * B[k,n]", "Y[m,p] += T[m,n] * C[n,p]"],
+    ["T[p] += I[p+r] * W[r]", "Y[p] += T[p+s] * V[s]"],
+]
+
+
+def chain_estimate(graph: WorkloadGraph, arch: Architecture) -> int:
+    """The guard's estimate for a chain: its einsums' estimates added up."""
+    return sum(estimate(graph.stage(i), arch) for i in range(len(graph.einsums)))
+
+
+def test_every_number_of_a_random_fused_model_is_within_the_chain_estimate() -> None:
+    """A fused group adds its stages' compute times and link words (model/fusion.py): at most the sum."""
+    rng = random.Random(7)
+    built = 0
+    for _ in range(40):
+        texts = rng.choice(CHAINS)
+        dims = sorted({d for t in texts for d in t if d.islower()})
+        graph = WorkloadGraph.from_texts("chain", texts, {d: rng.randint(1, 4) for d in dims})
+        p = random_problem(rng)
+        arch = Architecture("a", tuple(Level(lv.name, lv.capacity, lv.link) for lv in p.architecture.levels),
+                            Compute((), p.architecture.compute.clocks_per_call))
+        for f in range(1, arch.depth):
+            try:
+                fused = build_fused(graph, arch, {}, f)
+            except (InfeasibleError, UnsupportedProblem):
+                continue
+            built += 1
+            held = max(abs(bound) for v in fused.model.proto.variables for bound in v.domain)
+            assert held <= chain_estimate(graph, arch), (texts, graph.extents, arch, f)
+    assert built >= 30
+
+
+def test_a_chain_on_the_tpu_preset_passes_the_guard() -> None:
+    """BERT's FFN pair (512 tokens, 768 -> 3072 -> 768): about 2^54, where the former guard said 2^70."""
+    graph = WorkloadGraph.from_texts("ffn", ["H[m,f] += X[m,d] * W1[d,f]", "Y[m,e] += H[m,f] * W2[f,e]"],
+                                     {"m": 512, "d": 768, "f": 3072, "e": 768})
+    arch = resolve_architecture("tpu-v4i-like")[0]
+    tensors = dict.fromkeys(t.name for e in graph.einsums for t in e.tensors)
+    check_problem(graph.extents, tensors, arch, "ffn.yaml", "tpu-v4i-like", graph.einsums)
+    assert chain_estimate(graph, arch).bit_length() - 1 == 53

@@ -133,16 +133,25 @@ class ChainResult:
 
 def solve_unfused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], options: SolveOptions,
                   level: int = 0) -> UnfusedOutcome:
-    """Each einsum alone, one after the other; the intermediates homed whole at ``level`` (default the top)."""
+    """Each einsum alone, one after the other; the intermediates homed whole at ``level`` (default the top).
+
+    Each einsum gets an equal share of the time left for the einsums to come
+    (a fast one leaves more to the next): given the whole limit, the first
+    einsum of attention on ``tpu-v4i-like`` spent it on its words phase and
+    the second ran out enumerating its tile chains, so the chain had no
+    unfused schedule.
+    """
     inter = set(graph.intermediates)
-    out = []
+    problems = []
     for i in range(len(graph.einsums)):
         w = graph.stage(i)
         stage_homes = [(t, h) for t, h in homes.items() if t in w.tensor_names and t not in inter]
         if level > 0:
             stage_homes += [(t, arch.levels[level].name) for t in w.tensor_names if t in inter]
-        out.append(solve(Problem(w, arch, tuple(stage_homes)), options=options))
-    return UnfusedOutcome(tuple(out))
+        problems.append(Problem(w, arch, tuple(stage_homes)))
+    with budget.within(budget.Budget(options.time_limit, parent=budget.current())) as whole:
+        turn = _turns(whole, len(problems))
+        return UnfusedOutcome(tuple(turn(lambda p=p: solve(p, options=options)) for p in problems))
 
 
 def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], level: int,

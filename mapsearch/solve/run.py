@@ -146,6 +146,7 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     schedule already reaches a proven lower bound (the time can never be
     below the fewest op calls' compute time), the full phase is skipped.
     """
+    options = _within_parent(options)
     if problem.architecture.compute.block_roles or options.block_binding:
         # An op given in GEMM roles: every binding, each solved here (imported here: that module uses this one).
         from mapsearch.solve.block_roles import solve_bindings
@@ -159,6 +160,19 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
             return _solve_meshed(problem, constraints, options, start)
         finally:
             finished()
+
+
+def _within_parent(options: SolveOptions) -> SolveOptions:
+    """``options`` with the time limit the active budget leaves, where that is shorter.
+
+    The searches share the limit out (a coarse search's share, the first
+    schedules' shares: solve/narrow.py); computed from a nominal limit longer
+    than what a caller's budget leaves (an einsum of a chain, a binding),
+    the first share took all of it.
+    """
+    parent = budget.current()
+    left = math.inf if parent is None else parent.left()
+    return options if left >= options.time_limit else dataclasses.replace(options, time_limit=left)
 
 
 def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOptions, start: float) -> SolveResult:

@@ -183,11 +183,15 @@ def einsum_kernel(workload: Workload) -> Kernel:
     out_access = workload.einsum.output
     accesses = workload.einsum.inputs
     out_plain = all(ix.is_plain for ix in out_access.indices)
-    spec = ",".join("".join(letters[d] for d in _own_dims(a)) for a in accesses)
+    # Output dims absent from every input (``Z[m,n] += A[m,k] * B[k]``) broadcast: numpy's einsum needs
+    # them on an operand, so each gets a vector of ones over the box (as sim/data.py does).
+    missing = [d for d in _own_dims(out_access) if not any(d in _own_dims(a) for a in accesses)]
+    spec = ",".join(["".join(letters[d] for d in _own_dims(a)) for a in accesses] + [letters[d] for d in missing])
     spec += "->" + "".join(letters[d] for d in _own_dims(out_access))
 
     def kernel(out: np.ndarray, inputs: Sequence[np.ndarray], extents: Mapping[str, int]) -> None:
         operands = [_gather(v, a, extents) for v, a in zip(inputs, accesses)]
+        operands += [np.ones(extents[d]) for d in missing]
         contribution = np.einsum(spec, *operands)
         if out_plain:
             out += contribution

@@ -58,7 +58,7 @@ from typing import Callable, TypeVar
 import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
 from mapsearch.model.build import clock_scale
-from mapsearch.model.family import phase_floors
+from mapsearch.model.family import phase_floors, proven_status
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.model.spatial import meshed_levels
@@ -222,6 +222,9 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     contract's floors. The first phase stays OPTIMAL where the wide search
     proved it at the first schedule's value (the first one won a later
     phase). The restrictions are the wide search's: what the bounds cover.
+    Every phase proven makes the result OPTIMAL_IN_FAMILY under them (the
+    first phase's proof is the wide family's), OPTIMAL only where they are
+    none or every phase meets the contract's floors.
     """
     values = _values(wide)
     first_values = _values(first)[:len(values)]
@@ -238,11 +241,13 @@ def better_of(wide: R, first: R, problem: Problem) -> R:
     log.info("the full search ended worse (%s) than the first schedule (%s): the first schedule is the "
              "result", ", ".join(f"{p.name} {p.value}" for p in wide.phases),
              ", ".join(f"{p.name} {p.value}" for p in first.phases))
-    proven = all(p.status == "OPTIMAL" for p in phases)
-    return dataclasses.replace(first, status="OPTIMAL" if proven else "FEASIBLE", phases=phases,
-                               solve_seconds=wide.solve_seconds, space=wide.space,
-                               family_restrictions=() if proven else wide.family_restrictions,
-                               interrupted=wide.interrupted)
+    # The first phase proven by the wide search holds over the wide family only: a restricted one keeps its
+    # restrictions (OPTIMAL_IN_FAMILY). Only phases that all meet the contract's floors hold over every schedule.
+    at_floors = all(p.name in floors and p.value == floors[p.name] for p in phases)
+    restrictions = () if at_floors else wide.family_restrictions
+    return dataclasses.replace(first, status=proven_status(all(p.status == "OPTIMAL" for p in phases), restrictions),
+                               phases=phases, solve_seconds=wide.solve_seconds, space=wide.space,
+                               family_restrictions=restrictions, interrupted=wide.interrupted)
 
 
 def _contract_floors(problem: Problem) -> dict[str, Fraction]:

@@ -256,6 +256,20 @@ def test_events_data_conv_equals_explicit_loops() -> None:
     assert replay(s, "events-data", seed=1).data_ok
 
 
+def test_events_data_output_dim_absent_from_every_input() -> None:
+    """``Z[m,n] += A[m,k] * B[k]``: n indexes the output only, every Z[m, :] is the same sum. The event replay's
+    kernel gave numpy's einsum an output subscript no operand had (ValueError; fuzz_vs_brute odd 7005)."""
+    from mapsearch.sim.compute import einsum_reference
+
+    w = Workload.from_text("bcast", "Z[m,n] += A[m,k] * B[k]", {"m": 3, "n": 2, "k": 4})
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    assert np.allclose(einsum_reference(w, {"A": a, "B": b}), np.repeat((a @ b)[:, None], 2, axis=1))
+    s = schedule(w, arch(("L1", None), ("L0", None)), [({"m": 2, "n": 1, "k": 3}, "nmk", "ABZ")])
+    r = replay(s, "events-data", seed=1)
+    assert r.data_ok and r.figures == replay(s, "count").figures
+
+
 def test_matmul_reference_is_numpy_einsum() -> None:
     from mapsearch.sim.compute import einsum_reference
 

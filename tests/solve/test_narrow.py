@@ -275,6 +275,46 @@ def test_a_full_search_that_ends_worse_than_the_narrow_schedule_returns_the_narr
     assert narrow.better_of(tie, first, p) is tie
 
 
+def test_a_time_the_full_search_proved_in_a_restricted_family_keeps_its_restrictions() -> None:
+    """``better_of`` where the full search proved the first schedule's time (12 clocks, above the contract's
+    floor of 2) in a restricted family and the first schedule's words meet the contract's floor (values set
+    here, to reach the branch): every phase is proven, but the time only in the full search's family, so the
+    result is OPTIMAL_IN_FAMILY with its restrictions (it was OPTIMAL with none: a schedule outside the family
+    may be faster). At the time floor too, OPTIMAL over the whole family."""
+    import dataclasses
+
+    from mapsearch.model.bounds import contract_floors
+    from mapsearch.model.build import clock_scale
+
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    scale = clock_scale(PE_ARRAY)
+    time_floor, words_floor = contract_floors(p, scale)
+    first = _first("narrow")
+    t, wd = first.phases
+    assert t.value > Fraction(time_floor, scale)
+    first = dataclasses.replace(first, phases=(t, dataclasses.replace(wd, value=Fraction(words_floor))))
+    restricted = ("some restriction of the full search's family",)
+    wide = solve(p, options=OPTIONS)
+    wide = dataclasses.replace(wide, status="OPTIMAL_IN_FAMILY", family_restrictions=restricted, phases=(
+        dataclasses.replace(wide.phases[0], status="OPTIMAL", value=t.value, bound=t.value),
+        dataclasses.replace(wide.phases[1], status="OPTIMAL", value=Fraction(words_floor) + 1,
+                            bound=Fraction(words_floor) + 1)))
+    kept = narrow.better_of(wide, first, p)
+    assert kept.schedule is first.schedule
+    assert [ph.status for ph in kept.phases] == ["OPTIMAL", "OPTIMAL"]
+    assert kept.status == "OPTIMAL_IN_FAMILY" and kept.family_restrictions == restricted
+    # The same full search with no restriction: OPTIMAL.
+    kept = narrow.better_of(dataclasses.replace(wide, status="OPTIMAL", family_restrictions=()), first, p)
+    assert kept.status == "OPTIMAL" and kept.family_restrictions == ()
+    # Both phases at the contract's floors: OPTIMAL over the whole family, whatever the full search covered.
+    at_floor = Fraction(time_floor, scale)
+    first = dataclasses.replace(first, phases=(dataclasses.replace(t, value=at_floor), first.phases[1]))
+    wide = dataclasses.replace(wide, phases=(dataclasses.replace(wide.phases[0], value=at_floor, bound=at_floor),
+                                             wide.phases[1]))
+    kept = narrow.better_of(wide, first, p)
+    assert kept.status == "OPTIMAL" and kept.family_restrictions == ()
+
+
 def test_the_coarse_family_is_searched_only_where_the_narrow_schedule_idles_the_array(monkeypatch) -> None:
     """The narrow schedule's 12 clocks are 6x the contract's floor of 2: the coarse family is searched (above).
     Within the multiple it is not, and the narrow schedule is the start."""

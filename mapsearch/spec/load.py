@@ -267,15 +267,10 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
     links = len(architecture.levels) - 1
     for block in blocks:
         if einsums:  # each einsum's model, added up for a chain (limits.einsum_figures)
-            def figures(cpc: Fraction, costs: list) -> tuple[int, int]:
-                parts = [limits.einsum_figures([(d, ext[d]) for d in e.dims], block,
-                                               [span_factor(t, ext) for t in e.tensors], links, cpc, costs)
-                         for e in einsums]
-                return sum(p[0] for p in parts), parts[0][1]
-
             macs = sum(math.prod(ext[d] for d in e.dims) for e in einsums)
-            problem = limits.figures_error(*figures(architecture.compute.clocks_per_call, link_costs), macs)
-            alone = limits.figures_error(*figures(Fraction(1), []), macs)
+            problem = limits.figures_error(*_chain_figures(einsums, ext, block, links,
+                                                           architecture.compute.clocks_per_call, link_costs), macs)
+            alone = limits.figures_error(*_chain_figures(einsums, ext, block, links, Fraction(1), []), macs)
         else:  # every word of every tensor crossing every link of every instance once per MAC
             problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
             alone = limits.problem_error(extents, block, len(tensors), 1, ())
@@ -284,6 +279,14 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
         if alone is not None:  # the extents alone are too big
             raise _note(source, "extents", f"{problem} (on {architecture_source})")
         raise _note(architecture_source, "", f"with {source}: {problem}")
+
+
+def _chain_figures(einsums: tuple[Einsum, ...], extents: Mapping[str, int], block: dict[str, int], links: int,
+                   clocks_per_call: Fraction, link_costs: list[Fraction]) -> tuple[int, int]:
+    """``(largest, scale)``: the einsums' estimates (limits.einsum_figures) added up, and the clock unit."""
+    parts = [limits.einsum_figures([(d, extents[d]) for d in e.dims], block, [span_factor(t, extents) for t in e.tensors],
+                                   links, clocks_per_call, link_costs) for e in einsums]
+    return sum(p[0] for p in parts), parts[0][1]
 
 
 def span_factor(tensor: TensorAccess, extents: Mapping[str, int]) -> int:

@@ -233,17 +233,18 @@ def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Arch
 
 
 def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
-                  architecture_source: str, einsums: Iterable[Einsum] = ()) -> None:
+                  architecture_source: str, einsums: Iterable[Einsum]) -> None:
     """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
 
     The compute block may name only the workload's dimensions, a block in
     GEMM roles must find a dimension for each role in each of ``einsums``
     (:mod:`mapsearch.spec.block_roles`), a mesh axis's ``may_reuse`` names
     only its tensors (or the roles); the largest figure must fit the
-    solver's integers (:func:`limits.problem_error`).
+    solver's integers (:func:`limits.einsum_figures`, summed over ``einsums``).
     """
     extents = tuple(extents)
     tensors = tuple(tensors)
+    einsums = tuple(einsums)
     dims = [d for d, _ in extents]
     for d, _ in architecture.compute.block:
         if d not in dims:
@@ -251,7 +252,7 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
                     if d in ROLES else "")
             raise _note(architecture_source, join_path(["compute", "block", d]),
                         f"unknown dimension; the workload {source} uses {', '.join(dims)}{hint}")
-    blocks = bindable_blocks(architecture.compute, tuple(einsums), source, architecture_source)
+    blocks = bindable_blocks(architecture.compute, einsums, source, architecture_source)
     for i, lv in enumerate(architecture.levels):
         for j, axis in enumerate(lv.mesh):
             for k, name in enumerate(axis.may_reuse):
@@ -260,20 +261,13 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
                                  f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
     link_costs = [x for lv in architecture.levels if lv.link is not None
                   for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
-    numbers = [architecture.compute.clocks_per_call] + link_costs
-    instances = math.prod(lv.instances for lv in architecture.levels)
-    einsums = tuple(einsums)
     ext = dict(extents)
     links = len(architecture.levels) - 1
-    for block in blocks:
-        if einsums:  # each einsum's model, added up for a chain (limits.einsum_figures)
-            macs = sum(math.prod(ext[d] for d in e.dims) for e in einsums)
-            problem = limits.figures_error(*_chain_figures(einsums, ext, block, links,
-                                                           architecture.compute.clocks_per_call, link_costs), macs)
-            alone = limits.figures_error(*_chain_figures(einsums, ext, block, links, Fraction(1), []), macs)
-        else:  # every word of every tensor crossing every link of every instance once per MAC
-            problem = limits.problem_error(extents, block, len(tensors), instances, numbers)
-            alone = limits.problem_error(extents, block, len(tensors), 1, ())
+    macs = sum(math.prod(ext[d] for d in e.dims) for e in einsums)
+    for block in blocks:  # each einsum's model, added up for a chain (limits.einsum_figures)
+        problem = limits.figures_error(*_chain_figures(einsums, ext, block, links,
+                                                       architecture.compute.clocks_per_call, link_costs), macs)
+        alone = limits.figures_error(*_chain_figures(einsums, ext, block, links, Fraction(1), []), macs)
         if problem is None:
             continue
         if alone is not None:  # the extents alone are too big

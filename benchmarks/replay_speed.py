@@ -5,6 +5,12 @@ Three levels: L2 (home of everything, unbounded), L1 with 256^3 tiles, L0 with
 in the same run (the machine is noisy, so each time is the best of a few
 repetitions): count mode <= 2x, data mode <= 10x.
 
+The folded walk (``mapsearch/sim/walk_folded.py``, what count mode runs above
+``EXPLICIT_TILES`` innermost tiles) is timed on the same schedule beside the
+tile-by-tile walk (their figures must be equal), and on a 65536^3 matmul of
+2^39 innermost tiles, which no tile-by-tile walk visits: target, the folded
+count of 2^39 tiles within 1x the 1024^3 NumPy matmul.
+
     python benchmarks/replay_speed.py [--repeat 5] [--tile-path]
 
 ``--tile-path`` also times data mode's schedule-order path (``method="tiles"``:
@@ -20,12 +26,26 @@ import numpy as np
 
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.sim.data import replay_data
-from mapsearch.sim.walk import replay_count
+from mapsearch.sim.walk import replay_count, walk_figures
+from mapsearch.sim.walk_folded import fold_figures, innermost_tiles
 from mapsearch.spec.architecture import Architecture, Level, Link
 from mapsearch.spec.workload import Workload
 
 E, T1, T0 = 1024, 256, 16
-COUNT_TARGET, DATA_TARGET = 2.0, 10.0
+COUNT_TARGET, DATA_TARGET, FOLD_TARGET = 2.0, 10.0, 1.0
+
+
+def huge_schedule() -> Schedule:
+    """65536^3 on three levels (L1 16x256x512, L0 16x16x2): 2^39 innermost tiles."""
+    e = 65536
+    wl = Workload.from_text("mm65536", "Z[m,n] += A[m,k] * B[k,n]", {"m": e, "n": e, "k": e})
+    arch = Architecture("three-level", (Level("L2", None), Level("L1", 1 << 18, Link()), Level("L0", 512, Link())))
+    levels = (
+        LevelMapping("L2", tuple((d, e) for d in "mnk")),
+        LevelMapping("L1", (("m", 16), ("n", 256), ("k", 512)), ("k", "n", "m"), frozenset("ABZ")),
+        LevelMapping("L0", (("m", 16), ("n", 16), ("k", 2)), ("m", "n", "k"), frozenset("ABZ")),
+    )
+    return Schedule(wl, arch, levels, ())
 
 
 def benchmark_schedule() -> Schedule:
@@ -70,6 +90,17 @@ def main() -> None:
     print(f"numpy matmul : {t_mm:8.4f} s")
     print(f"count mode   : {t_count:8.4f} s  ratio {t_count / t_mm:6.2f}x  target <= {COUNT_TARGET:g}x  {'PASS' if t_count <= COUNT_TARGET * t_mm else 'MISS'}")
     print(f"data mode    : {t_data:8.4f} s  ratio {t_data / t_mm:6.2f}x  target <= {DATA_TARGET:g}x  {'PASS' if t_data <= DATA_TARGET * t_mm else 'MISS'}  (max abs error {data.max_abs_error:.2e})")
+    t_walk, walked = best_of(args.repeat, lambda: walk_figures(s))
+    t_fold, folded = best_of(args.repeat, lambda: fold_figures(s))
+    assert walked == folded, "the folded walk disagrees with the tile-by-tile walk"
+    print(f"walk, tiles  : {t_walk:8.4f} s  ({tiles / t_walk:,.0f} innermost tiles/s)")
+    print(f"walk, folded : {t_fold:8.4f} s  ratio to the tile-by-tile walk {t_fold / t_walk:8.5f}x  (figures equal)")
+    big = huge_schedule()
+    n_big = innermost_tiles(big)
+    t_big, _ = best_of(args.repeat, lambda: fold_figures(big))
+    print(f"65536^3, {n_big:,} innermost tiles: folded {t_big:8.4f} s  ratio {t_big / t_mm:6.3f}x the 1024^3 matmul  "
+          f"target <= {FOLD_TARGET:g}x  {'PASS' if t_big <= FOLD_TARGET * t_mm else 'MISS'}  "
+          f"(tile by tile at the rate above: about {n_big / (tiles / t_walk) / 3600:,.0f} hours)")
     if args.tile_path:
         t_tiles, tiled = best_of(1, lambda: replay_data(s, method="tiles"))
         print(f"data, tiles  : {t_tiles:8.4f} s  ratio {t_tiles / t_mm:6.2f}x  (schedule-order path, information only; ok={tiled.data_ok})")

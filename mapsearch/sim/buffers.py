@@ -10,11 +10,13 @@ here is a formula, only region changes along the visited sequence
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
+from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.sim.pieces import PieceTables
+from mapsearch.sim.pieces import PieceTables, check_capacity
 
 _I64 = np.int64
 
@@ -103,3 +105,39 @@ def route(counter, source: int, level: int, tensor: str, down: list, up: list) -
             down[j][tensor] += counter.reload
         else:
             down[j][tensor] += counter.words
+
+
+def figures_from_counts(schedule: Schedule, down: list, up: list, occupancy: list, op_calls: int,
+                        compute_instances: int) -> Figures:
+    """The figures of a walk without spatial splits: per link its tensors' words (``down[j][t]``, ``up[j][t]``).
+
+    One instance works (the unused ones idle, docs/spatial.md), so it is the busiest.
+    """
+    wl, arch = schedule.workload, schedule.architecture
+    links = []
+    for j in range(1, arch.depth):
+        wd, wu = sum(down[j].values()), sum(up[j].values())
+        links.append(LinkFigures(arch.link_name(j), wd, wu, Fraction(arch.levels[j].link.time(wd, wu)),
+                                 tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in wl.tensor_names)))
+    return Figures(links=tuple(links), op_calls=op_calls, compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
+                   macs=wl.macs, block_macs=arch.compute.block_macs, occupancy=tuple(occupancy),
+                   compute_instances=compute_instances, busiest_calls=op_calls)
+
+
+def level_occupancy(schedule: Schedule, held: dict[int, list[tuple[str, int, int]]]) -> list[tuple[str, int]]:
+    """Per level, its name and peak words: homes, then ``held[level]``'s buffers ``(tensor, largest region, entries)``.
+
+    A buffer entered more than once takes a second buffer of its largest region
+    with double buffering (docs/cost-model.md). Raises ``CapacityError`` at the
+    first buffer that does not fit.
+    """
+    wl, arch = schedule.workload, schedule.architecture
+    occupancy = []
+    for i, level in enumerate(arch.levels):
+        allocations = [(f"{t} (home)", wl.tensor_words(t)) for t in wl.tensor_names if schedule.home(t) == i]
+        for t, largest, entries in held.get(i, []):
+            allocations.append((t, largest))
+            if arch.double_buffering and entries > 1:
+                allocations.append((f"{t} (second buffer)", largest))
+        occupancy.append((level.name, check_capacity(level.name, level.capacity, allocations)))
+    return occupancy

@@ -18,14 +18,13 @@ region held before. No closed form is used.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
-from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
-from mapsearch.sim.pieces import CHUNK, PieceTables, check_capacity, piece_tables, tile_chunks
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, figures_from_counts, level_occupancy, route
+from mapsearch.sim.pieces import CHUNK, PieceTables, piece_tables, tile_chunks
 from mapsearch.sim.spatial import compute_instances
 
 _I64 = np.int64
@@ -119,20 +118,8 @@ def count_placed(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     counters = {key: c for stream in by_stream.values() for key, c in stream.items()}
     for (t, i), c in counters.items():
         route(c, schedule.keeper_above(t, i), i, t, down, up)
-    occupancy = []
-    for i, level in enumerate(arch.levels):
-        allocations = [(f"{t} (home)", wl.tensor_words(t)) for t in names if schedule.home(t) == i]
-        for (t, k), c in counters.items():
-            if k == i:
-                allocations.append((t, c.largest))
-                if arch.double_buffering and c.entries > 1:
-                    allocations.append((f"{t} (second buffer)", c.largest))
-        occupancy.append((level.name, check_capacity(level.name, level.capacity, allocations)))
-    links = []
-    for j in range(1, depth):
-        wd, wu = sum(down[j].values()), sum(up[j].values())
-        links.append(LinkFigures(arch.link_name(j), wd, wu, Fraction(arch.levels[j].link.time(wd, wu)),
-                                 tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in names)))
-    return Figures(links=tuple(links), op_calls=op_calls, compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
-                   macs=wl.macs, block_macs=arch.compute.block_macs, occupancy=tuple(occupancy),
-                   compute_instances=compute_instances(schedule), busiest_calls=op_calls)  # unused instances idle
+    held: dict[int, list[tuple[str, int, int]]] = {}
+    for (t, i), c in counters.items():
+        held.setdefault(i, []).append((t, c.largest, c.entries))
+    occupancy = level_occupancy(schedule, held)
+    return figures_from_counts(schedule, down, up, occupancy, op_calls, compute_instances(schedule))

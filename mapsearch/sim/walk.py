@@ -40,20 +40,22 @@ region (at most the output's words).
 
 from __future__ import annotations
 
-from fractions import Fraction
 
 import numpy as np
 
-from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
+from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
-from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
+from mapsearch.sim.buffers import BufferCounter, chunk_calls, figures_from_counts, route
 from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
 from mapsearch.sim.placed import count_placed
 from mapsearch.sim.spatial import compute_instances, has_splits
+from mapsearch.sim.walk_folded import fold_figures, innermost_tiles
 from mapsearch.sim.walk_spatial import count_spatial
 
 _I64 = np.int64
+# Above this many innermost tiles the walk is folded (a few seconds of visiting tile by tile).
+EXPLICIT_TILES = 1 << 22
 
 
 def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, int]]:
@@ -70,11 +72,21 @@ def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, 
 def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     """Figures of ``schedule`` counted by walking its tile sequence.
 
-    Raises the simulator's ``CapacityError`` when a level's peak occupancy
-    exceeds its capacity.
+    A schedule without spatial splits whose innermost level has more than
+    :data:`EXPLICIT_TILES` tiles is walked folded (:mod:`mapsearch.sim.walk_folded`:
+    each kind of loop body once), which counts the same figures in time
+    that does not grow with the tiles. Raises the simulator's
+    ``CapacityError`` when a level's peak occupancy exceeds its capacity.
     """
     if has_splits(schedule):
         return count_spatial(schedule)
+    if innermost_tiles(schedule) > EXPLICIT_TILES:
+        return fold_figures(schedule)
+    return walk_figures(schedule, chunk)
+
+
+def walk_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
+    """Figures of ``schedule`` (no spatial splits) counted by visiting every tile of every level."""
     if schedule.placed:
         return count_placed(schedule, chunk)
     wl = schedule.workload
@@ -106,29 +118,7 @@ def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
             route(c, schedule.keeper_above(t, i), i, t, down, up)
         level = arch.levels[i]
         occupancy.append((level.name, check_capacity(level.name, level.capacity, allocations)))
-    links = []
-    for j in range(1, depth):
-        link = arch.levels[j].link
-        wd, wu = sum(down[j].values()), sum(up[j].values())
-        links.append(
-            LinkFigures(
-                name=arch.link_name(j),
-                words_down=wd,
-                words_up=wu,
-                time=Fraction(link.time(wd, wu)),
-                tensors=tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in names),
-            )
-        )
-    return Figures(
-        links=tuple(links),
-        op_calls=op_calls,
-        compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
-        macs=wl.macs,
-        block_macs=arch.compute.block_macs,
-        occupancy=tuple(occupancy),
-        compute_instances=compute_instances(schedule),  # unused instances idle (docs/spatial.md)
-        busiest_calls=op_calls,  # one working instance: it is the busiest
-    )
+    return figures_from_counts(schedule, down, up, occupancy, op_calls, compute_instances(schedule))
 
 
 def replay_count(schedule: Schedule, *, chunk: int = CHUNK) -> ReplayResult:

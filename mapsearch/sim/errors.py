@@ -53,5 +53,12 @@ class ShapeError(SimulatorError):
     """Two views that must match (an op operand and its declared shape, store_to) do not."""
 
 
+class WalkTooLong(SimulatorError):
+    """The replay would walk more steps than it can in reasonable time: nothing was counted.
+
+    Not a verdict on the schedule: it is neither checked nor refuted.
+    """
+
+
 class UnknownModeError(SimulatorError, ValueError):
     """``replay`` was asked for a mode it does not know; names the known ones."""

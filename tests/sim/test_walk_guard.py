@@ -1,0 +1,61 @@
+"""A spatial schedule too long to walk is refused at once, naming its size, and never reported as checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from spatial_helpers import arch, level, matmul, schedule
+
+from mapsearch.schedule.json_io import save_schedule
+from mapsearch.sim import walk_spatial
+from mapsearch.sim.errors import WalkTooLong
+from mapsearch.sim.replay import replay
+from mapsearch.spec.architecture import MeshAxis
+
+
+def _array_schedule(e: int):
+    # e^3 on a 4x4 array, L0 tiles of one MAC: e^3 / 16 lockstep steps, one instance walked (all do the same work).
+    wl = matmul(e, e, e)
+    a = arch(level("DRAM", None), level("L1", 1 << 40),
+             level("L0", 3, [MeshAxis("x", 4, ("input",)), MeshAxis("y", 4, ("output",))]))
+    return schedule(wl, a, [({"m": e, "n": e, "k": e}, "mnk", "ABZ"),
+                            ({"m": 1, "n": 1, "k": 1}, "mnk", "ABZ", [("m", e // 4, "x"), ("k", e // 4, "y")])])
+
+
+def test_the_walk_refuses_past_its_limit_and_walks_up_to_it(monkeypatch) -> None:
+    s = _array_schedule(16)  # 256 steps
+    monkeypatch.setattr(walk_spatial, "MAX_WALK_CELLS", 255)
+    with pytest.raises(WalkTooLong, match="256 lockstep steps of 1 instance"):
+        replay(s, mode="count")
+    monkeypatch.setattr(walk_spatial, "MAX_WALK_CELLS", 256)
+    assert replay(s, mode="count").figures.op_calls == 16 ** 3
+
+
+def test_a_huge_array_schedule_is_refused_in_a_moment(tmp_path) -> None:
+    # 65536^3 / 16 = 2^44 steps: before the limit the replay ran for days; now one line, exit 2, at once.
+    s = _array_schedule(65536)
+    with pytest.raises(WalkTooLong, match="17,592,186,044,416 lockstep steps"):
+        replay(s, mode="count")
+    path = tmp_path / "huge.json"
+    save_schedule(s, path)
+    run = subprocess.run([sys.executable, "-m", "mapsearch", "replay", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "huge.json" in lines[0] and "neither checked nor refuted" in lines[0]
+    assert json.loads(path.read_text())  # the file is untouched
+
+
+def test_solve_says_the_check_did_not_run_and_writes_nothing(monkeypatch, tmp_path, capsys) -> None:
+    # The 4x4 array example solved as usual, with the walk's limit below its schedule's steps.
+    from mapsearch import cli
+
+    monkeypatch.setattr(walk_spatial, "MAX_WALK_CELLS", 1)
+    out = tmp_path / "s.json"
+    code = cli.main(["solve", "examples/matmul-4x4x4.yaml", "examples/arch-array-4x4.yaml", "-q", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists()
+    assert "REPLAY NOT RUN: the count replay would walk" in err and "REPLAY MISMATCH" not in err

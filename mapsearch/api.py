@@ -49,7 +49,7 @@ from mapsearch.schedule.fused_json import load_any_schedule, save_fused
 from mapsearch.schedule.json_io import dumps_schedule, save_schedule as save_schedule_file
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
-from mapsearch.sim.errors import SimulatorError
+from mapsearch.sim.errors import SimulatorError, WalkTooLong
 from mapsearch.sim.replay import MODES as _REPLAY_MODES, replay as replay_schedule
 from mapsearch.solve.chain import ChainResult
 from mapsearch.solve.chain_files import save_best
@@ -102,7 +102,7 @@ __all__ = [
     "SweepStart", "Progress", "TraceResult", "Characterization", "CharacterizeStart", "Model", "Profile", "LoadedWorkload",
     # the errors
     "MapsearchError", "SpecError", "UsageError", "ScheduleError", "InfeasibleError", "NoScheduleInFamily",
-    "SolverTimeout", "ReplayMismatch", "SimulatorError", "Interrupted", "DirectoryBusy",
+    "SolverTimeout", "ReplayMismatch", "SimulatorError", "WalkTooLong", "Interrupted", "DirectoryBusy",
 ]
 
 REPLAY_MODES: tuple[str, ...] = tuple(sorted(_REPLAY_MODES))  # every mode replay() takes

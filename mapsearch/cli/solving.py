@@ -13,7 +13,6 @@ from typing import Any
 from mapsearch import api
 from mapsearch.cli.exits import EXIT_MISMATCH, CommandFailed
 from mapsearch.errors import UsageError
-from mapsearch.sim.errors import WalkTooLong
 from mapsearch.report.text import exact_text as plain
 
 __all__ = ["REPLAY_MODES", "FLAGS", "options_from_args", "parse_link_energy", "objective_of", "replay_mode_of",
@@ -101,7 +100,7 @@ def data_check_line(replayed, whose: str) -> list[str]:
 
 def simulator_failure(e: api.SimulatorError, mode: str) -> CommandFailed:
     """A solved schedule the simulator rejects: a replay mismatch (exit 1); one too long to walk: not checked (exit 1)."""
-    if isinstance(e, WalkTooLong):
+    if isinstance(e, api.WalkTooLong):
         return CommandFailed(EXIT_MISMATCH, [f"REPLAY NOT RUN: {' '.join(str(e).split())}; the schedule is not "
                                              "written (replay it with mapsearch replay once the walk can take it)"])
     return CommandFailed(EXIT_MISMATCH, [f"REPLAY MISMATCH: the solved schedule fails in the simulator ({mode} "

@@ -40,7 +40,6 @@ region (at most the output's words).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from mapsearch.schedule.figures import Figures

@@ -98,7 +98,7 @@ def _figures(s: Schedule, walk):
     try:
         return walk(s)
     except CapacityError as e:
-        return f"overflow at {e}".split(":")[0]
+        return f"overflow at {e.level}"  # both walks check the levels outermost first: the same level overflows first
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -119,7 +119,7 @@ def test_fold_overflows_where_the_walk_does(seed: int) -> None:
     for s in _schedules(100 + seed, 60, capacities=True):
         folded, walked = _figures(s, fold_figures), _figures(s, walk_figures)
         if isinstance(folded, str) or isinstance(walked, str):
-            assert isinstance(folded, str) and isinstance(walked, str), (s, folded, walked)
+            assert folded == walked, (s, folded, walked)
             overflows += 1
         else:
             assert differences(folded, walked) == []

@@ -101,12 +101,12 @@ class _Fold:
         self.loops = loops
         self.buffers = buffers
         self.block = block
-        self.memo: dict[tuple[int, tuple[int, ...]], tuple[int, int, tuple[_Span, ...]]] = {}
+        self.memo: dict[tuple[int, tuple[int, ...]], tuple[int, tuple[_Span, ...]]] = {}
         # Shift of each buffer's axes when the piece of each dim moves by one word.
         self.coef = [[tuple(dict(terms).get(d, 0) for terms in b.axes) for d in range(len(block))] for b in buffers]
 
-    def body(self, k: int, sizes: tuple[int, ...]) -> tuple[int, int, tuple[_Span, ...]]:
-        """(innermost steps, op calls, per buffer its span) of loops ``k..`` inside pieces of ``sizes``."""
+    def body(self, k: int, sizes: tuple[int, ...]) -> tuple[int, tuple[_Span, ...]]:
+        """(op calls, per buffer its span) of loops ``k..`` inside pieces of ``sizes``."""
         key = (k, sizes)
         got = self.memo.get(key)
         if got is not None:
@@ -114,7 +114,7 @@ class _Fold:
         if k == len(self.loops):
             calls = math.prod(-(-s // b) for s, b in zip(sizes, self.block))
             spans = tuple(self._still(b, sizes) for b in self.buffers)
-            got = (1, calls, spans)
+            got = (calls, spans)
         else:
             got = self._loop(k, sizes)
         self.memo[key] = got
@@ -125,7 +125,7 @@ class _Fold:
         region = b.region(sizes)
         return _Span(0, 0, 0, _words(region), region, region)
 
-    def _loop(self, k: int, sizes: tuple[int, ...]) -> tuple[int, int, tuple[_Span, ...]]:
+    def _loop(self, k: int, sizes: tuple[int, ...]) -> tuple[int, tuple[_Span, ...]]:
         loop = self.loops[k]
         d, tile = loop.dim, loop.tile
         whole = sizes[d]
@@ -134,11 +134,10 @@ class _Fold:
             return self.body(k + 1, sizes)
         full = self.body(k + 1, sizes[:d] + (tile,) + sizes[d + 1:])
         last = self.body(k + 1, sizes[:d] + (whole - (n - 1) * tile,) + sizes[d + 1:])
-        steps = (n - 1) * full[0] + last[0]
-        calls = (n - 1) * full[1] + last[1]
+        calls = (n - 1) * full[0] + last[0]
         spans = []
         for b, buf in enumerate(self.buffers):
-            f, l = full[2][b], last[2][b]
+            f, l = full[1][b], last[1][b]
             if k >= buf.sees:  # a loop inside the buffer: its region stays the current pieces'
                 spans.append(self._still(buf, sizes))  # (spans of loops further in are never read)
                 continue
@@ -158,7 +157,7 @@ class _Fold:
                 reload = f.reload + (n - 2) * f.words + l.words + words_ff + words_fl
             last_region = _moved(l.last, tuple(c * (n - 1) * tile for c in self.coef[b][d]))
             spans.append(_Span(changes, words, reload, max(f.largest, l.largest), f.first, last_region))
-        return steps, calls, tuple(spans)
+        return calls, tuple(spans)
 
 
 def _flat_loops(schedule: Schedule) -> list[_Loop]:
@@ -212,7 +211,7 @@ def fold_figures(schedule: Schedule) -> Figures:
     names = wl.tensor_names
     buffers = _buffers(schedule)
     fold = _Fold(_flat_loops(schedule), buffers, [arch.compute.block_extent(d) for d in wl.dims])
-    _, op_calls, spans = fold.body(0, tuple(wl.extent[d] for d in wl.dims))
+    op_calls, spans = fold.body(0, tuple(wl.extent[d] for d in wl.dims))
     down = [dict.fromkeys(names, 0) for _ in range(depth)]
     up = [dict.fromkeys(names, 0) for _ in range(depth)]
     held: dict[int, list[tuple[str, int, int]]] = {}  # level -> (tensor, largest region, entries)

@@ -68,17 +68,20 @@ def _allocations(schedule: Schedule, i: int, counters: dict) -> list[tuple[str, 
     return out
 
 
-def count_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
+def count_figures(schedule: Schedule, chunk: int = CHUNK, max_cells: int | None = None) -> Figures:
     """Figures of ``schedule`` counted by walking its tile sequence.
 
     A schedule without spatial splits whose innermost level has more than
     :data:`EXPLICIT_TILES` tiles is walked folded (:mod:`mapsearch.sim.walk_folded`:
     each kind of loop body once), which counts the same figures in time
     that does not grow with the tiles. Raises the simulator's
-    ``CapacityError`` when a level's peak occupancy exceeds its capacity.
+    ``CapacityError`` when a level's peak occupancy exceeds its capacity,
+    and ``WalkTooLong`` when a schedule with spatial splits would take more
+    than ``max_cells`` (step, instance) cells to walk (default
+    ``walk_spatial.MAX_WALK_CELLS``).
     """
     if has_splits(schedule):
-        return count_spatial(schedule)
+        return count_spatial(schedule, max_cells=max_cells)
     if innermost_tiles(schedule) > EXPLICIT_TILES:
         return fold_figures(schedule)
     return walk_figures(schedule, chunk)
@@ -120,6 +123,6 @@ def walk_figures(schedule: Schedule, chunk: int = CHUNK) -> Figures:
     return figures_from_counts(schedule, down, up, occupancy, op_calls, compute_instances(schedule))
 
 
-def replay_count(schedule: Schedule, *, chunk: int = CHUNK) -> ReplayResult:
-    """``replay(schedule, mode="count")``: the walk's figures, no data."""
-    return ReplayResult(count_figures(schedule, chunk))
+def replay_count(schedule: Schedule, *, chunk: int = CHUNK, max_cells: int | None = None) -> ReplayResult:
+    """``replay(schedule, mode="count")``: the walk's figures, no data (``max_cells``: :func:`count_figures`)."""
+    return ReplayResult(count_figures(schedule, chunk, max_cells))

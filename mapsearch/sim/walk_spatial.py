@@ -55,6 +55,9 @@ CHUNK_CELLS = 1 << 21  # (step, instance) cells per chunk and level
 # project's 2-core machines, so 2^30 is an hour and a half; past it the walk refuses at once (WalkTooLong)
 # instead of running for days (a 65536^3 matmul on a 32x32 array has 2^38 steps).
 MAX_WALK_CELLS = 1 << 30
+# The walk's rate on a 2-core machine, (step, walked instance) cells a second: the limits' messages say how long
+# a refused walk would have taken.
+WALK_CELLS_PER_SECOND = 200_000
 _I64 = np.int64
 _END = np.iinfo(np.int64).max // 2  # the step of the final stores
 
@@ -269,24 +272,29 @@ def _occupancy(schedule: Schedule, lay, trackers) -> list[tuple[str, int]]:
     return out
 
 
-def _check_size(vt: VirtualTables, lay: Layout, inner: int, nd: int) -> None:
-    """Raise WalkTooLong before walking more than :data:`MAX_WALK_CELLS` (step, walked instance) cells."""
+def _check_size(vt: VirtualTables, lay: Layout, inner: int, nd: int, max_cells: int | None) -> None:
+    """Raise WalkTooLong before walking more than ``max_cells`` (default :data:`MAX_WALK_CELLS`) (step,
+    walked instance) cells."""
+    limit = MAX_WALK_CELLS if max_cells is None else max_cells
     steps = math.prod(vt.count(inner, k) for k in range(nd))
     walked = max(lay.count)
-    if steps * walked > MAX_WALK_CELLS:
+    if steps * walked > limit:
+        minutes = steps * walked / WALK_CELLS_PER_SECOND / 60
         raise WalkTooLong(
-            f"the count replay would walk {steps:,} lockstep steps of {walked:,} instance(s), more than its limit of "
-            f"{MAX_WALK_CELLS:,} (about 1.5 hours at the 200,000 a second of a 2-core machine): a schedule with spatial splits is walked step by step "
-            "(docs/cost-model.md), so this one is neither checked nor refuted")
+            f"the count replay would walk {steps:,} lockstep steps of {walked:,} instance(s) (about {minutes:,.0f} "
+            f"minutes at the {WALK_CELLS_PER_SECOND:,} a second of a 2-core machine), more than its limit of "
+            f"{limit:,}: a schedule with spatial splits is walked step by step (docs/cost-model.md), so this one is "
+            "neither checked nor refuted")
 
 
-def count_spatial(schedule: Schedule, one_by_one: bool = False) -> Figures:
+def count_spatial(schedule: Schedule, one_by_one: bool = False, max_cells: int | None = None) -> Figures:
     """Figures of a spatial schedule counted by walking its lockstep visit sequence with instances.
 
     By default the instances that do the same work are walked once and
     counted with their multiplicity (``Layout(collapse=True)``); the walk
     itself is unchanged. ``one_by_one=True`` walks every instance (the check
-    of the collapsed walk, and its reference in the tests).
+    of the collapsed walk, and its reference in the tests). ``max_cells``:
+    the most (step, walked instance) cells it walks (:func:`_check_size`).
     """
 
     wl = schedule.workload
@@ -297,7 +305,7 @@ def count_spatial(schedule: Schedule, one_by_one: bool = False) -> Figures:
     vt = virtual_tables(schedule, lay)
     nd = len(wl.dims)
     inner = depth - 1
-    _check_size(vt, lay, inner, nd)
+    _check_size(vt, lay, inner, nd, max_cells)
     block = np.array([arch.compute.block_extent(d) for d in wl.dims], _I64)
     paths = [[lay.path(i, d) for d in wl.dims] for i in range(depth)]
     trackers = {(t, i): _Tracker(schedule, lay, t, i) for i in range(1, depth) for t in names if schedule.keeps(t, i)}

@@ -33,6 +33,7 @@ from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.fused_json import FORMAT as FUSED_FORMAT, load_any_schedule
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import MODES, replay
+from mapsearch.sim.walk_spatial import WALK_CELLS_PER_SECOND
 from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
 from mapsearch.solve.chain_replay import replay_checks
 from mapsearch.solve.explain import with_core
@@ -65,6 +66,10 @@ Number = Union[int, float, Fraction, str]  # an exact number: 2, 0.25, Fraction(
 
 MAX_WORKERS = 4096  # CP-SAT workers; more is a typo
 MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit int
+
+# The check replay after a solve walks at least this many (step, instance) cells (about 3 minutes at the walk's
+# rate on a 2-core machine) before it refuses a schedule with spatial splits (check_walk_cells).
+CHECK_WALK_MIN_CELLS = 1 << 25
 
 
 def _exact(name: str, value: Number, expected: str) -> Fraction:
@@ -229,13 +234,17 @@ def _check_mode(replay_mode: str | None) -> None:
         raise UsageError("replay", "one of " + ", ".join(sorted(MODES)) + " or None", replay_mode)
 
 
-def replay_result(result: SolveResult, mode: str, strict: bool = True) -> SolveResult:
+def replay_result(result: SolveResult, mode: str, strict: bool = True, time_limit: float | None = None) -> SolveResult:
     """``result`` with the replay of its schedule in ``mode`` and the fields where it differs from the prediction.
 
     With ``strict``, a disagreement (or a failed data check) raises
     :class:`~mapsearch.errors.ReplayMismatch` naming the first field.
+    ``time_limit``: the solve's; the count walk of a schedule with spatial
+    splits then takes about as long at most (:func:`check_walk_cells`), and
+    raises the simulator's ``WalkTooLong`` rather than run for hours.
     """
-    replayed = replay(result.schedule, mode=mode)
+    options = {"max_cells": check_walk_cells(time_limit)} if mode == "count" and time_limit is not None else {}
+    replayed = replay(result.schedule, mode=mode, **options)
     mismatches = tuple(differences(predicted_figures(result.schedule), replayed.figures))
     result = replace(result, replayed=replayed, mismatches=mismatches)
     if strict and mismatches:
@@ -327,7 +336,19 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
             result = solve_problem(Problem(w, arch, tuple(all_homes.items())), c, options)
     except InfeasibleError as e:
         raise with_core(e) from e
-    return result if replay_mode is None else replay_result(result, replay_mode, strict)
+    return result if replay_mode is None else replay_result(result, replay_mode, strict, options.time_limit)
+
+
+def check_walk_cells(time_limit: float) -> int:
+    """The most (step, instance) cells the check replay after a solve walks: about the solve's own time limit
+    at the walk's rate, and never less than :data:`CHECK_WALK_MIN_CELLS` (a few minutes).
+
+    A schedule with spatial splits is walked step by step (sim/walk_spatial.py);
+    a solve cut short by its limit may end with one whose walk takes an hour
+    (BERT's FFN on ``simba-like`` at 30 s: 604 M steps), and a check that
+    outlasts the solve a hundredfold is no check a user waits for.
+    """
+    return max(CHECK_WALK_MIN_CELLS, int(time_limit * WALK_CELLS_PER_SECOND))
 
 
 def _source_name(source: object, default: str) -> str:

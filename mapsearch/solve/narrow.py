@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from fractions import Fraction
 from typing import Callable, TypeVar
@@ -63,7 +64,6 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.model.spatial import meshed_levels
 from mapsearch.model.windows import split_windows
-from mapsearch.schedule.schedule import Schedule
 
 log = logging.getLogger(__name__)
 
@@ -79,28 +79,47 @@ COARSE_ONLY = ("the coarse family only (coarse tile chains, buffers at default p
 # the full search keeps the rest.
 TIME_SHARE = 1 / 2
 COARSE_SHARE = 1 / 2
+# Where the coarse family is the only first family (no windows), its share of the time, and the fewest
+# instances of the whole array for which it is searched.
+COARSE_ALONE_SHARE = 1 / 2
+COARSE_ALONE_INSTANCES = 64
 # The coarse family is searched only where the narrow schedule's time is at least this multiple of the
 # contract's time floor (the narrow family leaves the array idle).
 COARSE_ABOVE_FLOOR = 2
 
 
 def applies(problem: Problem, options: SolveOptions) -> bool:
-    """On a meshed path with no start of the user's, where window dimensions could be split over mesh axes.
+    """Some first family is searched before the full one (:func:`families`)."""
+    return bool(families(problem, options))
 
-    Not where only buffer positions widen the family: under a wall-clock
-    limit the narrow search's share of the time cost more than its start
-    gained (``tpu-v4i-like``, one worker, 30 s: the 1x1 stride-2 layer
-    ended at 4,325 clocks against 2,508 proven without it, the 1x1 128->512
-    layer at 4.17 M words against 2.10 M; BERT's FFN at 60 s: the narrow
-    search found nothing in its 30 s and the full one ended at 604 M clocks,
-    against 1.19 M without it). Not without a mesh: there the placement-free
+
+def families(problem: Problem, options: SolveOptions) -> tuple[str, ...]:
+    """The families searched for a first schedule: on a meshed path with no start of the user's, the narrow
+    and the coarse one where window dimensions could be split over mesh axes, else the coarse one alone on
+    an array of at least :data:`COARSE_ALONE_INSTANCES` instances.
+
+    Without windows the narrow family's chains are the full model's, so it is
+    left out: its share of the time cost more than its start gained
+    (``tpu-v4i-like``, one worker, 30 s: the 1x1 stride-2 layer ended at
+    4,325 clocks against 2,508 proven without it; BERT's FFN found nothing in
+    its share). The coarse family's model is another matter: built from the
+    coarse chains alone, it loads in a second where the full model's presolve
+    outlasts the limit (BERT's FFN on ``tpu-v4i-like``: 5.7 M literals after
+    15 s of presolve, and no schedule in 60 s; the coarse model proves the
+    time floor, 18,432 clocks, in 6 s). On a small array the full model is
+    small too and the coarse search would only double the work (its chains
+    are then often the full ones). Measured in docs/solver.md, "On a large
+    array without windows". Not without a mesh: there the placement-free
     model's coarse schedule is no better a start than the wide model's own
     (the ResNet-50 3x3 layer on ``cpu-core``, work limit 5: words 295 M and
     210 M on its two role bindings with it, 210 M without).
     """
     if options.start is not None or options.models_dram_rows or not meshed_levels(problem):
-        return False
-    return bool(split_windows(problem, frozenset(), None)[0])
+        return ()
+    if split_windows(problem, frozenset(), None)[0]:
+        return ("narrow", "coarse")
+    instances = math.prod(level.instances for level in problem.architecture.levels)
+    return ("coarse",) if instances >= COARSE_ALONE_INSTANCES else ()
 
 
 def first_schedule(problem: Problem, options: SolveOptions, started: float,
@@ -113,6 +132,8 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
     solve stopped during either search that found a schedule still gets it
     (the caller then returns it); a tie keeps the narrow one.
     """
+    if "narrow" not in families(problem, options):
+        return _first(problem, options, started, solve_family, "coarse", COARSE_ALONE_SHARE)
     narrow = _first(problem, options, started, solve_family, "narrow", TIME_SHARE)
     if budget.stopped():
         return narrow

@@ -50,12 +50,30 @@ def test_a_huge_array_schedule_is_refused_in_a_moment(tmp_path) -> None:
 
 
 def test_solve_says_the_check_did_not_run_and_writes_nothing(monkeypatch, tmp_path, capsys) -> None:
-    # The 4x4 array example solved as usual, with the walk's limit below its schedule's steps.
+    # The 4x4 array example solved as usual, with the check walk's limit below its schedule's steps.
     from mapsearch import cli
+    from mapsearch.solve import entry
 
-    monkeypatch.setattr(walk_spatial, "MAX_WALK_CELLS", 1)
+    monkeypatch.setattr(entry, "CHECK_WALK_MIN_CELLS", 1)
+    monkeypatch.setattr(entry, "WALK_CELLS_PER_SECOND", 0)
     out = tmp_path / "s.json"
     code = cli.main(["solve", "examples/matmul-4x4x4.yaml", "examples/arch-array-4x4.yaml", "-q", "-o", str(out)])
     err = capsys.readouterr().err
     assert code == 1 and not out.exists()
     assert "REPLAY NOT RUN: the count replay would walk" in err and "REPLAY MISMATCH" not in err
+    assert "more than its limit of 1:" in err
+
+
+def test_the_check_after_a_solve_walks_about_as_long_as_the_solve_may_run() -> None:
+    """A solve's check walk takes at most about its time limit (never less than a few minutes); an explicit
+    replay keeps the walk's own limit."""
+    from mapsearch.solve.entry import CHECK_WALK_MIN_CELLS, check_walk_cells
+
+    rate = walk_spatial.WALK_CELLS_PER_SECOND
+    assert check_walk_cells(60) == CHECK_WALK_MIN_CELLS == 1 << 25 > 60 * rate  # 168 s at least
+    assert check_walk_cells(600) == 600 * rate > CHECK_WALK_MIN_CELLS
+    assert check_walk_cells(600) < walk_spatial.MAX_WALK_CELLS
+    s = _array_schedule(256)  # 2^20 steps, one instance walked
+    with pytest.raises(WalkTooLong, match="1,048,576 lockstep steps of 1 instance.*limit of 1,048,575"):
+        replay(s, mode="count", max_cells=(1 << 20) - 1)
+    assert replay(s, mode="count", max_cells=1 << 20).figures.op_calls == 256 ** 3

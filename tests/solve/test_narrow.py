@@ -354,3 +354,28 @@ def test_a_first_schedule_at_every_contract_floor_is_optimal_over_the_whole_fami
     result = narrow.fallback(first, p, 1.0, False)
     assert result.status == "FEASIBLE" and result.family_restrictions == (narrow.COARSE_ONLY,)
     assert [ph.status for ph in result.phases] == ["OPTIMAL", "FEASIBLE"]
+
+
+def test_a_large_array_without_windows_starts_from_the_coarse_family_alone(monkeypatch) -> None:
+    """No window: the narrow family's chains are the full model's, so only the coarse family is searched
+    first, and only on an array of at least COARSE_ALONE_INSTANCES instances; the optimum is unchanged."""
+    small = arch([None, 8], {1: [MeshAxis("x", 2, ("all",))]})
+    large = arch([None, 64, 4], {2: [MeshAxis("x", 8, ("input",)), MeshAxis("y", 8, ("output",))]})
+    assert 2 < narrow.COARSE_ALONE_INSTANCES <= 64
+    assert narrow.families(Problem(MATMUL, small), OPTIONS) == ()
+    assert narrow.families(Problem(MATMUL, large), OPTIONS) == ("coarse",)
+    assert narrow.families(Problem(ROW_STATIONARY, PE_ARRAY), OPTIONS) == ("narrow", "coarse")
+    p = Problem(conv("Z[m,n] += A[m,k] * B[k,n]", m=12, n=10, k=6), large)
+    seen = []
+    search = _search_family(p)
+    found = narrow.first_schedule(p, SolveOptions(time_limit=40, workers=1), time.perf_counter(),
+                                  lambda o, family: seen.append((o, family)) or search(o, family))
+    assert [family for _, family in seen] == ["coarse"] and not seen[0][0].placement
+    assert 40 * narrow.COARSE_ALONE_SHARE - 1 < seen[0][0].time_limit <= 40 * narrow.COARSE_ALONE_SHARE
+    assert found is not None and found.family_restrictions == (narrow.COARSE_ONLY,)
+    result = solve(p, options=OPTIONS)
+    monkeypatch.setattr(narrow, "families", lambda *_: ())
+    plain = solve(p, options=OPTIONS)
+    assert result.status == plain.status and result.status.startswith("OPTIMAL")
+    assert [ph.value for ph in result.phases] == [ph.value for ph in plain.phases]
+    assert [ph.value for ph in result.phases] <= [ph.value for ph in found.phases]

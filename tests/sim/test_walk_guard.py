@@ -70,9 +70,9 @@ def test_the_check_after_a_solve_walks_about_as_long_as_the_solve_may_run() -> N
     from mapsearch.solve.entry import CHECK_WALK_MIN_CELLS, check_walk_cells
 
     rate = walk_spatial.WALK_CELLS_PER_SECOND
-    assert check_walk_cells(60) == CHECK_WALK_MIN_CELLS == 1 << 25 > 60 * rate  # 168 s at least
-    assert check_walk_cells(600) == 600 * rate > CHECK_WALK_MIN_CELLS
-    assert check_walk_cells(600) < walk_spatial.MAX_WALK_CELLS
+    assert check_walk_cells(60) == CHECK_WALK_MIN_CELLS == 1 << 28 > 60 * rate  # 22 minutes at least
+    assert check_walk_cells(3600) == 3600 * rate > CHECK_WALK_MIN_CELLS
+    assert check_walk_cells(3600) < walk_spatial.MAX_WALK_CELLS
     s = _array_schedule(256)  # 2^20 steps, one instance walked
     with pytest.raises(WalkTooLong, match="1,048,576 lockstep steps of 1 instance.*limit of 1,048,575"):
         replay(s, mode="count", max_cells=(1 << 20) - 1)

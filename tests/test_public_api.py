@@ -89,7 +89,7 @@ def test_a_replay_that_disagrees_raises_unless_asked_not_to(monkeypatch):
 
     real = entry.replay
 
-    def off_by_one(schedule, mode="count"):
+    def off_by_one(schedule, mode="count", **options):
         r = real(schedule, mode=mode)
         return api.ReplayResult(type(r.figures)(**{**r.figures.__dict__, "op_calls": r.figures.op_calls + 1}))
 

@@ -82,7 +82,7 @@ COARSE_SHARE = 1 / 2
 # Where the coarse family is the only first family (no windows), its share of the time, and the fewest
 # instances of the whole array for which it is searched.
 COARSE_ALONE_SHARE = 1 / 2
-COARSE_ALONE_INSTANCES = 64
+COARSE_ALONE_INSTANCES = 1024
 # The coarse family is searched only where the narrow schedule's time is at least this multiple of the
 # contract's time floor (the narrow family leaves the array idle).
 COARSE_ABOVE_FLOOR = 2
@@ -106,9 +106,10 @@ def families(problem: Problem, options: SolveOptions) -> tuple[str, ...]:
     coarse chains alone, it loads in a second where the full model's presolve
     outlasts the limit (BERT's FFN on ``tpu-v4i-like``: 5.7 M literals after
     15 s of presolve, and no schedule in 60 s; the coarse model proves the
-    time floor, 18,432 clocks, in 6 s). On a small array the full model is
-    small too and the coarse search would only double the work (its chains
-    are then often the full ones). Measured in docs/solver.md, "On a large
+    time floor, 18,432 clocks, in 6 s). On a smaller array the full model
+    loads, and the coarse search's half of the time is taken from the full
+    one (``eyeriss-like``, 168 PEs, 30 s: ResNet-50's 1x1 stride-2 256->512
+    layer at 11.3 M words against 3.45 M without it). Measured in docs/solver.md, "On a large
     array without windows". Not without a mesh: there the placement-free
     model's coarse schedule is no better a start than the wide model's own
     (the ResNet-50 3x3 layer on ``cpu-core``, work limit 5: words 295 M and

@@ -356,7 +356,7 @@ def test_timeout_exits_3_with_the_bound(monkeypatch, capsys):
 def test_replay_mismatch_exits_1_and_writes_nothing(monkeypatch, capsys, tmp_path):
     sim_replay = replay_module()
 
-    def wrong(schedule, mode="events"):
+    def wrong(schedule, mode="events", **options):
         f = schedule.predicted
         link = f.links[0]
         bad = LinkFigures(link.name, link.words_down + 1, link.words_up, link.time + 1, link.tensors)
@@ -386,7 +386,7 @@ def test_replay_mismatch_exits_1_and_writes_nothing(monkeypatch, capsys, tmp_pat
 def test_simulator_error_is_a_replay_mismatch(monkeypatch, capsys, tmp_path):
     sim_replay = replay_module()
 
-    def fails(schedule, mode="events"):
+    def fails(schedule, mode="events", **options):
         raise CapacityError("L0", "Z[0:2,0:2]", 12, 4, 12)
 
     monkeypatch.setattr(sim_replay, "replay", fails)

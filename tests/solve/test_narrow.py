@@ -360,8 +360,8 @@ def test_a_large_array_without_windows_starts_from_the_coarse_family_alone(monke
     """No window: the narrow family's chains are the full model's, so only the coarse family is searched
     first, and only on an array of at least COARSE_ALONE_INSTANCES instances; the optimum is unchanged."""
     small = arch([None, 8], {1: [MeshAxis("x", 2, ("all",))]})
-    large = arch([None, 64, 4], {2: [MeshAxis("x", 8, ("input",)), MeshAxis("y", 8, ("output",))]})
-    assert 2 < narrow.COARSE_ALONE_INSTANCES <= 64
+    large = arch([None, 64, 4], {2: [MeshAxis("x", 32, ("input",)), MeshAxis("y", 32, ("output",))]})
+    assert 2 < narrow.COARSE_ALONE_INSTANCES <= 32 * 32
     assert narrow.families(Problem(MATMUL, small), OPTIONS) == ()
     assert narrow.families(Problem(MATMUL, large), OPTIONS) == ("coarse",)
     assert narrow.families(Problem(ROW_STATIONARY, PE_ARRAY), OPTIONS) == ("narrow", "coarse")

@@ -30,6 +30,11 @@ at its default position, and uses the better schedule as a warm start
    schedule idles the array (:func:`_idles_the_array`): elsewhere its time
    served the full search better.
 
+On a large array without windows (:func:`families`) the narrow family is the
+full one, and only the coarse family is searched first: there the full
+model's presolve can outlast the whole limit (BERT's FFN on
+``tpu-v4i-like``), while the coarse model proves the time floor in seconds.
+
 The wide model validates the start itself and computes its figures; a start
 it refuses is ignored. So the optimum, the bound and what OPTIMAL means are
 those of the wide search; only which schedule a search cut short by its

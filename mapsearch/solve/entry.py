@@ -244,7 +244,9 @@ def replay_result(result: SolveResult, mode: str, strict: bool = True, time_limi
     splits then takes about as long at most (:func:`check_walk_cells`), and
     raises the simulator's ``WalkTooLong`` rather than run for hours.
     """
-    options = {"max_cells": check_walk_cells(time_limit)} if mode == "count" and time_limit is not None else {}
+    # A SolveOptions built by hand may carry an infinite limit: the walk's own limit then applies.
+    bounded = mode == "count" and time_limit is not None and math.isfinite(time_limit)
+    options = {"max_cells": check_walk_cells(time_limit)} if bounded else {}
     replayed = replay(result.schedule, mode=mode, **options)
     mismatches = tuple(differences(predicted_figures(result.schedule), replayed.figures))
     result = replace(result, replayed=replayed, mismatches=mismatches)

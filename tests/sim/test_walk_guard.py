@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -65,8 +66,8 @@ def test_solve_says_the_check_did_not_run_and_writes_nothing(monkeypatch, tmp_pa
 
 
 def test_the_check_after_a_solve_walks_about_as_long_as_the_solve_may_run() -> None:
-    """A solve's check walk takes at most about its time limit (never less than a few minutes); an explicit
-    replay keeps the walk's own limit."""
+    """A solve's check walk takes at most about its time limit (never less than about 22 minutes); an
+    infinite limit leaves the walk's own."""
     from mapsearch.solve.entry import CHECK_WALK_MIN_CELLS, check_walk_cells
 
     rate = walk_spatial.WALK_CELLS_PER_SECOND
@@ -76,4 +77,13 @@ def test_the_check_after_a_solve_walks_about_as_long_as_the_solve_may_run() -> N
     s = _array_schedule(256)  # 2^20 steps, one instance walked
     with pytest.raises(WalkTooLong, match="1,048,576 lockstep steps of 1 instance.*limit of 1,048,575"):
         replay(s, mode="count", max_cells=(1 << 20) - 1)
-    assert replay(s, mode="count", max_cells=1 << 20).figures.op_calls == 256 ** 3
+    counted = replay(s, mode="count", max_cells=1 << 20).figures
+    assert counted.op_calls == 256 ** 3
+    import dataclasses
+
+    from mapsearch.solve.entry import replay_result
+    from mapsearch.solve.run import SolveResult
+
+    solved = SolveResult(dataclasses.replace(s, predicted=counted), "FEASIBLE", "time", (), 0.0, (), None)
+    unbounded = replay_result(solved, "count", time_limit=math.inf)  # no OverflowError: the walk's own limit
+    assert unbounded.mismatches == () and unbounded.replayed.figures == counted

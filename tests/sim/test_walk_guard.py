@@ -14,6 +14,8 @@ from mapsearch.schedule.json_io import save_schedule
 from mapsearch.sim import walk_spatial
 from mapsearch.sim.errors import WalkTooLong
 from mapsearch.sim.replay import replay
+from mapsearch.sim.spatial_fold import walk_folded
+from mapsearch.sim.walk_spatial import SpatialWalk
 from mapsearch.spec.architecture import MeshAxis
 
 
@@ -27,7 +29,7 @@ def _array_schedule(e: int):
 
 
 def test_the_walk_refuses_past_its_limit_and_walks_up_to_it(monkeypatch) -> None:
-    s = _array_schedule(16)  # 256 steps
+    s = _array_schedule(16)  # 256 steps, too few to fold: walked one by one
     monkeypatch.setattr(walk_spatial, "MAX_WALK_CELLS", 255)
     with pytest.raises(WalkTooLong, match="256 lockstep steps of 1 instance"):
         replay(s, mode="count")
@@ -74,10 +76,15 @@ def test_the_check_after_a_solve_walks_about_as_long_as_the_solve_may_run() -> N
     assert check_walk_cells(60) == CHECK_WALK_MIN_CELLS == 1 << 28 > 60 * rate  # 22 minutes at least
     assert check_walk_cells(3600) == 3600 * rate > CHECK_WALK_MIN_CELLS
     assert check_walk_cells(3600) < walk_spatial.MAX_WALK_CELLS
-    s = _array_schedule(256)  # 2^20 steps, one instance walked
-    with pytest.raises(WalkTooLong, match="1,048,576 lockstep steps of 1 instance.*limit of 1,048,575"):
-        replay(s, mode="count", max_cells=(1 << 20) - 1)
-    counted = replay(s, mode="count", max_cells=1 << 20).figures
+    s = _array_schedule(256)  # 2^20 steps, one instance walked; folded, far fewer
+    walk = SpatialWalk(s, False, None)
+    walk_folded(walk)
+    walked = walk.cells
+    assert walked < (1 << 20) // 32
+    with pytest.raises(WalkTooLong, match=f"1,048,576 lockstep steps of 1 instance.*left more than its limit of "
+                                          f"{walked - 1:,}:"):
+        replay(s, mode="count", max_cells=walked - 1)
+    counted = replay(s, mode="count", max_cells=walked).figures
     assert counted.op_calls == 256 ** 3
     import dataclasses
 

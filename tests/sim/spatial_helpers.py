@@ -53,6 +53,32 @@ def schedule(wl: Workload, a: Architecture, below, homes=()) -> Schedule:
     return s
 
 
+def random_below(rng, wl: Workload, a: Architecture, shrink: bool = False) -> list:
+    """Random ``below`` for :func:`schedule`: per level under the top, splits over its mesh axes (unequal
+    parts too, 60 % of dimensions), a tile inside the parts (``shrink``: down to a quarter of the parent, for
+    long loops), a random order and keeps (every tensor at the innermost level)."""
+    depth = len(a.levels)
+    below, parent = [], wl.extent
+    for i in range(1, depth):
+        splits, cap = [], dict(parent)
+        if a.levels[i].mesh:
+            used = {ax.name: 1 for ax in a.levels[i].mesh}
+            for d in rng.sample(wl.dims, len(wl.dims)):
+                part = rng.randint(1, parent[d])
+                factor = -(-parent[d] // part)
+                options = [ax.name for ax in a.levels[i].mesh if used[ax.name] * factor <= ax.size]
+                if options and rng.random() < 0.6:
+                    ax = rng.choice(options)
+                    used[ax] *= factor
+                    splits.append(SpatialSplit(d, part, ax))
+                    cap[d] = part
+        tile = {d: rng.randint(1, max(1, cap[d] // rng.choice([1, 2, 3, 4])) if shrink else cap[d]) for d in wl.dims}
+        keep = {t for t in wl.tensor_names if i == depth - 1 or rng.random() < 0.6}
+        below.append((tile, rng.sample(wl.dims, len(wl.dims)), keep, splits))
+        parent = tile
+    return below
+
+
 # ---------------------------------------------------------------- strategies
 small_workloads = st.one_of(
     st.builds(matmul, st.integers(1, 6), st.integers(1, 5), st.integers(1, 6)),

@@ -25,7 +25,7 @@ from mapsearch.sim.placed import count_placed
 from mapsearch.sim.replay import replay
 from mapsearch.sim.walk_spatial import count_spatial
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, MeshAxis
-from tests.sim.spatial_helpers import arch, conv1d, level, matmul, schedule
+from tests.sim.spatial_helpers import arch, conv1d, level, matmul, random_below, schedule
 
 
 def _first_meshed(s: Schedule) -> int:
@@ -76,24 +76,7 @@ def random_meshed(rng: random.Random) -> Schedule:
                                         rng.choice([SHARED, SEPARATE]))
         levels.append(level(names[i], None if i == 0 else rng.choice([10**6, rng.randint(8, 40)]), mesh, link))
     a = arch(*levels, double=rng.random() < 0.3)
-    below, parent = [], wl.extent
-    for i in range(1, depth):
-        splits, cap = [], dict(parent)
-        if i in meshed:
-            used = {ax.name: 1 for ax in a.levels[i].mesh}
-            for d in rng.sample(wl.dims, len(wl.dims)):
-                part = rng.randint(1, parent[d])
-                factor = -(-parent[d] // part)
-                options = [ax.name for ax in a.levels[i].mesh if used[ax.name] * factor <= ax.size]
-                if options and rng.random() < 0.6:
-                    ax = rng.choice(options)
-                    used[ax] *= factor
-                    splits.append(SpatialSplit(d, part, ax))
-                    cap[d] = part
-        tile = {d: rng.randint(1, cap[d]) for d in wl.dims}
-        keep = {t for t in wl.tensor_names if i == depth - 1 or rng.random() < 0.6}
-        below.append((tile, rng.sample(wl.dims, len(wl.dims)), keep, splits))
-        parent = tile
+    below = random_below(rng, wl, a)
     return schedule(wl, a, below)
 
 

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from mapsearch.schedule.figures import differences
-from mapsearch.schedule.schedule import Schedule, SpatialSplit
+from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim import spatial_fold
 from mapsearch.sim.errors import CapacityError
 from mapsearch.sim.spatial_fold import walk_folded
 from mapsearch.sim.walk_spatial import SpatialWalk, count_spatial
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, MeshAxis
 from mapsearch.spec.workload import Workload
-from tests.sim.spatial_helpers import arch, conv1d, level, matmul, schedule, spatial_schedules
+from tests.sim.spatial_helpers import arch, conv1d, level, matmul, random_below, schedule, spatial_schedules
 from tests.sim.test_placed_spatial import place_above_mesh
 
 
@@ -47,24 +47,7 @@ def random_long(rng: random.Random) -> Schedule:
         levels.append(level(names[i], None if i == 0 else 10**6, mesh, link))
     block = tuple((d, rng.randint(1, 2)) for d in wl.dims if rng.random() < 0.3)
     a = arch(*levels, block=block, double=rng.random() < 0.3)
-    below, parent = [], wl.extent
-    for i in range(1, depth):
-        splits, cap = [], dict(parent)
-        if i in meshed:
-            used = {ax.name: 1 for ax in a.levels[i].mesh}
-            for d in rng.sample(wl.dims, len(wl.dims)):
-                part = rng.randint(1, parent[d])
-                factor = -(-parent[d] // part)
-                options = [ax.name for ax in a.levels[i].mesh if used[ax.name] * factor <= ax.size]
-                if options and rng.random() < 0.6:
-                    ax = rng.choice(options)
-                    used[ax] *= factor
-                    splits.append(SpatialSplit(d, part, ax))
-                    cap[d] = part
-        tile = {d: rng.randint(1, max(1, cap[d] // rng.choice([1, 2, 3, 4]))) for d in wl.dims}
-        keep = {t for t in wl.tensor_names if i == depth - 1 or rng.random() < 0.6}
-        below.append((tile, rng.sample(wl.dims, len(wl.dims)), keep, splits))
-        parent = tile
+    below = random_below(rng, wl, a, shrink=True)
     s = schedule(wl, a, below)
     first = next((i for i, lv in enumerate(a.levels) if lv.instances > 1), depth)
     return place_above_mesh(s, rng) if first > 1 and rng.random() < 0.4 else s

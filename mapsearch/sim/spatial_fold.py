@@ -37,14 +37,17 @@ unfolded walks on random schedules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mapsearch.sim.pieces import _expand
 from mapsearch.sim.spatial_tracker import Tracker
-from mapsearch.sim.walk_spatial import SpatialWalk
 
-__all__ = ["walk_folded", "LEAF_CELLS"]
+if TYPE_CHECKING:  # the walk drives this module, never the other way round
+    from mapsearch.sim.walk_spatial import SpatialWalk
+
+__all__ = ["foldable", "walk_folded", "LEAF_CELLS"]
 
 _I64 = np.int64
 # A loop with at most this many (step, walked instance) cells is walked in one go, not body by body.
@@ -68,7 +71,7 @@ class _Body:
 
 
 class _Folder:
-    def __init__(self, walk: SpatialWalk):
+    def __init__(self, walk: "SpatialWalk"):
         self.walk = walk
         schedule, vt = walk.schedule, walk.vt
         self.vt = vt
@@ -341,7 +344,7 @@ def _in_union(coords: np.ndarray, lo: np.ndarray, hi: np.ndarray, g: np.ndarray,
     return ok & (m_lo <= m_hi)
 
 
-def _read(walk: SpatialWalk) -> list:
+def _read(walk: "SpatialWalk") -> list:
     """Every counter of the walk, in a fixed order."""
     out: list = [walk.op_calls, walk.busiest]
     for tr in walk.trackers.values():
@@ -354,7 +357,7 @@ def _diff(after: list, before: list) -> list:
     return [x - y for x, y in zip(after, before)]
 
 
-def _write(walk: SpatialWalk, delta: list, times: int) -> None:
+def _write(walk: "SpatialWalk", delta: list, times: int) -> None:
     """Add ``times`` x ``delta`` (as :func:`_read` lists them) to the walk's counters."""
     walk.op_calls += times * delta[0]
     walk.busiest += times * delta[1]
@@ -368,13 +371,14 @@ def _write(walk: SpatialWalk, delta: list, times: int) -> None:
             a += 4
 
 
-def walk_folded(walk: SpatialWalk) -> None:
-    """Walk the whole lockstep nest with ``walk``, counting repeated bodies instead of walking them."""
-    if any(c < 0 for tr in walk.trackers.values() for terms in tr.axes for _, c in terms):
-        from mapsearch.sim.walk_spatial import _inner_steps  # a negative coefficient: regions move backwards
-        for pid in _inner_steps(walk.schedule, walk.vt, walk.chunk):
-            walk.feed(pid)
-        return
+def foldable(walk: "SpatialWalk") -> bool:
+    """The fold moves regions forward along a loop: every index coefficient is >= 0."""
+    return all(c >= 0 for tr in walk.trackers.values() for terms in tr.axes for _, c in terms)
+
+
+def walk_folded(walk: "SpatialWalk") -> None:
+    """Walk the whole lockstep nest with ``walk``, counting repeated bodies instead of walking them
+    (:func:`foldable` schedules only)."""
     folder = _Folder(walk)
     if not folder.loops:
         walk.feed(np.zeros((walk.nd, 1), _I64))

@@ -49,6 +49,7 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.errors import WalkTooLong
 from mapsearch.sim.pieces import check_capacity, tile_chunks
 from mapsearch.sim.spatial import Layout, VirtualTables, compute_instances, virtual_tables
+from mapsearch.sim.spatial_fold import foldable, walk_folded
 from mapsearch.sim.spatial_tracker import Tracker
 
 CHUNK_CELLS = 1 << 21  # (step, instance) cells per chunk and level
@@ -256,8 +257,7 @@ def count_spatial(schedule: Schedule, one_by_one: bool = False, max_cells: int |
     WalkTooLong when it has walked that many.
     """
     walk = SpatialWalk(schedule, one_by_one, max_cells)
-    if fold:
-        from mapsearch.sim.spatial_fold import walk_folded  # the fold drives this module's walk
+    if fold and foldable(walk):
         walk_folded(walk)
     else:
         if walk.total_cells > walk.max_cells:

@@ -52,7 +52,7 @@ __all__ = ["foldable", "walk_folded", "LEAF_CELLS"]
 _I64 = np.int64
 # A loop with at most this many (step, walked instance) cells is walked in one go, not body by body.
 LEAF_CELLS = 1 << 12
-# Checks of one run that fail before the rest of the loop is walked without trying again.
+# Checks of one loop that fail before the rest of the loop is walked without trying again.
 MAX_TRIES = 6
 _HUGE = 1 << 62
 KEY_BATCH = 1 << 22  # keys moved at once when a fold adds a run's keys
@@ -154,16 +154,17 @@ class _Folder:
         step = start[1:] - start[:-1]
         alike = (size[1:] == size[:-1]).all(axis=1) & (step == step[:, :1]).all(axis=1) & (step[:, 0] > 0)
         delta = step[:, 0]  # transition z-1 -> z is alike[z-1], by delta[z-1]
+        # A fold after body t needs the transitions into and out of it alike, by one delta.
+        check = np.zeros(n, bool)
+        check[1:n - 1] = alike[:-1] & alike[1:] & (delta[:-1] == delta[1:])
+        ahead = np.logical_or.accumulate(check[::-1])[::-1]  # some check at t or later
         prev: _Body | None = None
         tries = 0
         t = 0
         while t < n:
-            if tries >= MAX_TRIES:  # this loop does not repeat: walk the rest in blocks of about LEAF_CELLS
-                per = max(1, LEAF_CELLS // max(1, self.below[a + 1] * self.walked))
-                if per > 1:
-                    for lo in range(t, n, per):
-                        walk.feed(self.steps(a, parent, cur, lo, min(n, lo + per)))
-                    return
+            if tries >= MAX_TRIES or not ahead[t]:  # nothing (more) to fold here
+                self.bulk(a, parent, cur, t, n, body)
+                return
             before = _read(walk)
             marks = [len(tr.seen.added) for tr in self.outputs]
             base = walk.base
@@ -188,6 +189,18 @@ class _Folder:
             prev = _Body(t, d, last, {id(tr): tr.carry.copy() for tr in self.trackers},
                          {id(tr): tr.largest.copy() for tr in self.trackers}, future)
             t += 1
+
+    def bulk(self, a, parent, cur, lo: int, n: int, body) -> None:
+        """Loop ``a``'s iterations ``lo .. n-1`` without folding it: bodies too small to fold inside
+        (:data:`LEAF_CELLS`) in blocks of about a chunk of the walk, larger ones one by one (their own loops
+        may still fold)."""
+        if self.below[a + 1] * self.walked > LEAF_CELLS:
+            for t in range(lo, n):
+                body(t)
+            return
+        per = max(1, self.walk.chunk // max(1, self.below[a + 1]))
+        for b in range(lo, n, per):
+            self.walk.feed(self.steps(a, parent, cur, b, min(n, b + per)))
 
     # -- the state --------------------------------------------------------------------------------------
     def moves(self, tr: Tracker, i: int, k: int) -> bool:

@@ -88,6 +88,11 @@ class _Folder:
         self.below = [1] * (len(self.loops) + 1)  # steps under one iteration of loop a, at most
         for a in range(len(self.loops) - 1, -1, -1):
             self.below[a] = self.below[a + 1] * most[a]
+        # Whether some loop inside loop a could fold: three iterations or more, and not always a leaf.
+        self.folds_inside = [False] * (len(self.loops) + 1)
+        for a in range(len(self.loops) - 1, -1, -1):
+            here = most[a] >= 3 and most[a] * self.below[a + 1] * walked > LEAF_CELLS
+            self.folds_inside[a] = self.folds_inside[a + 1] or here
         self.trackers = list(walk.trackers.values())
         self.outputs = [tr for tr in self.trackers if tr.seen is not None]
         dims = schedule.workload.dims
@@ -191,10 +196,11 @@ class _Folder:
             t += 1
 
     def bulk(self, a, parent, cur, lo: int, n: int, body) -> None:
-        """Loop ``a``'s iterations ``lo .. n-1`` without folding it: bodies too small to fold inside
-        (:data:`LEAF_CELLS`) in blocks of about a chunk of the walk, larger ones one by one (their own loops
-        may still fold)."""
-        if self.below[a + 1] * self.walked > LEAF_CELLS:
+        """Loop ``a``'s iterations ``lo .. n-1`` without folding it: bodies that cannot fold inside (too small,
+        :data:`LEAF_CELLS`, or no loop of three iterations) in blocks of about a chunk of the walk, the others
+        one by one (their own loops may still fold)."""
+        if self.below[a + 1] > self.walk.chunk or (self.folds_inside[a + 1] and
+                                                    self.below[a + 1] * self.walked > LEAF_CELLS):
             for t in range(lo, n):
                 body(t)
             return

@@ -68,8 +68,9 @@ MAX_WORKERS = 4096  # CP-SAT workers; more is a typo
 MAX_SEED = 2**31 - 1  # CP-SAT's random_seed is a 32-bit int
 
 # The check replay after a solve walks at least this many (step, instance) cells (about 22 minutes at the walk's
-# rate on a 2-core machine) before it refuses a schedule with spatial splits (check_walk_cells): ResNet-50's
-# conv1 on tpu-v4i-like, solved in 30 s, has 1.3e8 and is still checked (in about 11 minutes).
+# rate on a 2-core machine) before it refuses a schedule with spatial splits (check_walk_cells). The cells are
+# those walked after folding repeated loop bodies (sim/spatial_fold.py): the 604 M-step BERT schedule below
+# takes 786,944.
 CHECK_WALK_MIN_CELLS = 1 << 28
 
 
@@ -346,10 +347,12 @@ def check_walk_cells(time_limit: float) -> int:
     """The most (step, instance) cells the check replay after a solve walks: about the solve's own time limit
     at the walk's rate, and never less than :data:`CHECK_WALK_MIN_CELLS` (about 22 minutes).
 
-    A schedule with spatial splits is walked step by step (sim/walk_spatial.py);
-    a solve cut short by its limit may end with one whose walk takes an hour
-    (BERT's FFN on ``simba-like`` at 30 s: 604 M steps), and a check that
-    outlasts the solve a hundredfold is no check a user waits for.
+    A schedule with spatial splits is walked step by step (sim/walk_spatial.py),
+    folded over runs of loop bodies that repeat (sim/spatial_fold.py); a solve
+    cut short by its limit may end with one whose unfolded walk takes an hour
+    (BERT's FFN on ``simba-like`` at 30 s: 604 M steps, 0.4 s folded), and a
+    walk that folds too little to finish within about the solve's limit is a
+    check that outlasts the solve, which no user waits for.
     """
     return max(CHECK_WALK_MIN_CELLS, int(time_limit * WALK_CELLS_PER_SECOND))
 

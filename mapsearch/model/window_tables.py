@@ -75,17 +75,10 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     (one per class of digits, weighed by the class sizes of both
     dimensions: window_types.instance_classes).
     """
-    table, row_of, col_of = coincidence_types(advancing, other, se, so, j, le, lo, other_outer, memo, summed)
-    return table[row_of][:, col_of]
-
-
-def coincidence_types(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None = None, summed: bool = False
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`coincidence_table` factored: ``(table, row_of, col_of)`` with the table on distinct rows and columns
-    (every one of which some chain has), so that ``coincidence_table == table[row_of][:, col_of]``."""
     memo = {} if memo is None else memo
-    return (summed_type_table if summed else type_table)(advancing, other, se, so, j, le, lo, other_outer, memo)
+    table, row_of, col_of = (summed_type_table if summed else type_table)(advancing, other, se, so, j, le, lo,
+                                                                          other_outer, memo)
+    return table[row_of][:, col_of]
 
 
 def summed_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,

@@ -63,12 +63,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
 from mapsearch.model.chains import enumerate_chains
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
-from mapsearch.model.window_tables import coincidence_types, joint_table
+from mapsearch.model.window_tables import coincidence_table, joint_table
 from mapsearch.spec.workload import Workload
 
 # Entries of an axis's joint coincidence table (one per combination of its dimensions' chains as
@@ -78,11 +76,6 @@ from mapsearch.spec.workload import Workload
 # I[p+r+u] with r = u = 3, p = 16 over 3 levels below the top (81,600 entries) builds in 4.7 s;
 # p = 28 (406,000) in 20 s; p = 14 over 4 levels (535,500) in 126 s.
 JOINT_TABLE_LIMIT = 100_000
-# A two-dimension coincidence table goes through its chains' types (_factored) when that takes at most this
-# share of the entries of the element over every pair of chains. Measured under work limit 5 (docs/solver.md,
-# "Coincidence tables through the chains' types"): at 0.5 the ResNet 3x3 layer on tpu-v4i-like lost its time
-# (2,620 -> 18,963 clocks); at 0.25 it keeps it, and gpu-sm proves that layer's time.
-FACTORED_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -198,25 +191,6 @@ def joint_index(enc: Encoding, win: Window):
     return enc.cache[key]
 
 
-def _factored(enc: Encoding, e: str, other: str, types: np.ndarray, row_of: np.ndarray, col_of: np.ndarray,
-              stem: str) -> Q:
-    """``types[row_of[choice_e], col_of[choice_other]]`` through the chains' types: an element over each
-    dimension's chains (their type) and one over the types' table, the same value for every pair of chains as
-    the element over the pairs, with far fewer entries where chains share types (model size and presolve)."""
-    lo_v, hi_v = int(types.min()), int(types.max())  # every type is some chain's: the pairs' bounds too
-    if lo_v == hi_v:
-        return Q.const(lo_v)
-    t_row = enc.lookup(e, row_of, f"ctype_{stem}_row")
-    t_col = enc.lookup(other, col_of, f"ctype_{stem}_col")
-    if t_row.is_const and t_col.is_const:
-        return Q.const(int(types[t_row.expr, t_col.expr]))
-    index = enc.model.new_int_var(0, types.size - 1, enc.name(f"ctype_{stem}"))
-    enc.model.add(index == t_row.expr * types.shape[1] + t_col.expr)
-    var = enc.model.new_int_var(lo_v, hi_v, enc.name(f"coincide_{stem}"))
-    enc.model.add_element(index, types.ravel().tolist(), var)
-    return Q(var, lo_v, hi_v)
-
-
 def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tuple[tuple[bool, int], ...],
                  summed: bool = False) -> Q:
     """The coincidence table of the chosen chains, as a quantity.
@@ -235,12 +209,8 @@ def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tu
     memo = enc.cache.setdefault("window_types", {})
     if len(win.dims) == 2:
         (outer, lo), = others
-        types, row_of, col_of = coincidence_types(enc.chains[e], enc.chains[rest[0]], win.coeff(e),
-                                                  win.coeff(rest[0]), j, le, lo, outer, memo, summed)
-        if types.size + row_of.size + col_of.size <= FACTORED_SHARE * row_of.size * col_of.size:
-            enc.cache[key] = _factored(enc, e, rest[0], types, row_of, col_of, f"{win.tensor}_{e}{j}")
-            return enc.cache[key]
-        table = types[row_of][:, col_of]
+        table = coincidence_table(enc.chains[e], enc.chains[rest[0]], win.coeff(e), win.coeff(rest[0]), j, le, lo,
+                                  outer, memo, summed)
         if e != win.dims[0]:
             table = table.T  # rows: chains of the window's first dimension
     else:

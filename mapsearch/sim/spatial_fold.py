@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mapsearch.sim.fold_keys import add_moved, in_union, keys_in, move
 from mapsearch.sim.pieces import _expand
 from mapsearch.sim.spatial_tracker import Tracker
 
@@ -55,7 +56,6 @@ LEAF_CELLS = 1 << 12
 # Checks of one loop that fail before the rest of the loop is walked without trying again.
 MAX_TRIES = 6
 _HUGE = 1 << 62
-KEY_BATCH = 1 << 22  # keys moved at once when a fold adds a run's keys
 
 
 @dataclass
@@ -182,9 +182,12 @@ class _Folder:
             last = t + 1
             while last + 1 < n and alike[last] and int(delta[last]) == d:
                 last += 1
-            future = {id(tr): self.future(tr, i, k, t, d, last, parent, f, size, start) for tr in self.outputs}
+            # Per output: the boxes of body t+1 (the run's next), once for the keys kept and the check.
+            boxes = {id(tr): self.box(tr, i, k, t + 1, parent, size, start) for tr in self.outputs}
+            future = {id(tr): self.future(tr, boxes[id(tr)], self.axis_step(tr, i, k, d), last - t - 1)
+                      for tr in self.outputs}
             if prev is not None and prev.t == t - 1 and prev.delta == d and prev.last == last:
-                if self.repeats(prev, future, i, k, t, d, last, parent, f, size, start):
+                if self.repeats(prev, future, boxes, i, k, d, last - t - 1):
                     new = {id(tr): _concat(tr.seen.added[m:]) for tr, m in zip(self.outputs, marks)}
                     self.skip(last - t, i, k, d, _diff(_read(walk), before), walk.base - base, new)
                     t = last + 1
@@ -226,7 +229,7 @@ class _Folder:
             p = p * lay.splits[c].factor + lay.digits[tr.level][:, c]
         return p
 
-    def box(self, tr: Tracker, i: int, k: int, z: int, parent, f, size, start) -> tuple[np.ndarray, np.ndarray]:
+    def box(self, tr: Tracker, i: int, k: int, z: int, parent, size, start) -> tuple[np.ndarray, np.ndarray]:
         """Per region axis and instance ``(axes, instances)``: the least and greatest ``lo`` of the tracker's
         regions in body ``z`` (an instance with no piece there gets an empty box)."""
         vt = self.vt
@@ -252,29 +255,30 @@ class _Folder:
         hi[:, empty] = lo[:, empty] - 1
         return lo, hi
 
-    def future(self, tr, i, k, t, d, last, parent, f, size, start) -> np.ndarray:
-        """``seen & F_t``: the keys entered so far that lie in a box of bodies ``t+1 .. last`` (sorted)."""
-        lo, hi = self.box(tr, i, k, t + 1, parent, f, size, start)
-        g = self.axis_step(tr, i, k, d)
-        coords = _keys_in(tr.seen, lo.min(axis=1), (hi + g[:, None] * (last - t - 1)).max(axis=1))
-        keep = _in_union(coords, lo, hi, g, last - t - 1)
+    @staticmethod
+    def future(tr: Tracker, box: tuple[np.ndarray, np.ndarray], g: np.ndarray, bodies: int) -> np.ndarray:
+        """``seen & F_t``: the keys entered so far that lie in ``box`` (body ``t+1``'s) moved ``m * g`` for some
+        ``m = 0 .. bodies`` (the run's bodies after ``t``), sorted."""
+        lo, hi = box
+        coords = keys_in(tr.seen, lo.min(axis=1), (hi + g[:, None] * bodies).max(axis=1))
+        keep = in_union(coords, lo, hi, g, bodies)
         return np.ravel_multi_index(tuple(coords[:, keep]), tr.radix) if keep.any() else np.zeros(0, _I64)
 
-    def repeats(self, prev: _Body, future, i, k, t, d, last, parent, f, size, start) -> bool:
+    def repeats(self, prev: _Body, future: dict, boxes: dict, i: int, k: int, d: int, bodies: int) -> bool:
         """The state after body ``t`` is the state after ``t-1`` moved by one body."""
         for tr in self.trackers:
             g = self.axis_step(tr, i, k, d)
             if not np.array_equal(tr.largest, prev.largest[id(tr)]):
                 return False
-            if not np.array_equal(tr.carry, _move(prev.carry[id(tr)], g, 1)):
+            if not np.array_equal(tr.carry, move(prev.carry[id(tr)], g, 1)):
                 return False
         for tr in self.outputs:
             g = self.axis_step(tr, i, k, d)
-            lo, hi = self.box(tr, i, k, t + 1, parent, f, size, start)
+            lo, hi = boxes[id(tr)]
             old = prev.future[id(tr)]
             coords = np.array(np.unravel_index(old, tr.radix), _I64).reshape(len(tr.radix), -1)
             coords[1:] += g[:, None]
-            keep = _in_union(coords, lo, hi, g, last - t - 1)
+            keep = in_union(coords, lo, hi, g, bodies)
             moved = np.sort(np.ravel_multi_index(tuple(coords[:, keep]), tr.radix)) if keep.any() else old[:0]
             if not np.array_equal(moved, future[id(tr)]):
                 return False
@@ -287,80 +291,17 @@ class _Folder:
         walk.base += times * steps
         for tr in self.trackers:
             g = self.axis_step(tr, i, k, d)
-            tr.carry = _move(tr.carry, g, times)
+            tr.carry = move(tr.carry, g, times)
         for tr in self.outputs:
             keys = new[id(tr)]
             g = self.axis_step(tr, i, k, d)
             if len(keys) and g.any():
                 walk.count_cells(times * len(keys))  # keys the unfolded walk would have entered: its work
-                _add_moved(tr, keys, g, times)
-
-
-def _add_moved(tr: Tracker, keys: np.ndarray, g: np.ndarray, times: int) -> None:
-    """Add to ``tr.seen`` the ``keys`` moved by ``m * g`` for ``m = 1 .. times``, in batches of about
-    :data:`KEY_BATCH` keys (one union at the end where the set is sparse)."""
-    coords = np.array(np.unravel_index(keys, tr.radix), _I64).reshape(len(tr.radix), -1)
-    per = max(1, KEY_BATCH // len(keys))
-    batches = []
-    for m0 in range(1, times + 1, per):
-        ms = np.arange(m0, min(times, m0 + per - 1) + 1, dtype=_I64)
-        moved = np.repeat(coords[:, None, :], len(ms), axis=1)
-        moved[1:] += g[:, None, None] * ms[None, :, None]
-        flat = np.ravel_multi_index(tuple(moved.reshape(len(tr.radix), -1)), tr.radix)
-        if tr.seen.dense is not None:
-            tr.seen.add(flat)
-        else:
-            batches.append(flat)
-    if batches:
-        tr.seen.add(np.concatenate(batches))
+                add_moved(tr, keys, g, times)
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, _I64)
-
-
-def _move(carry: np.ndarray, g: np.ndarray, times: int) -> np.ndarray:
-    """``carry`` (lo, hi rows per axis; -1 where nothing is held) moved ``times`` bodies."""
-    if not g.any():
-        return carry.copy()
-    held = carry[0] >= 0
-    return carry + (times * np.repeat(g, 2))[:, None] * held[None, :]
-
-
-def _keys_in(seen, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Coordinates ``(instance, lo per axis)`` of the keys of ``seen`` whose ``lo`` lies in the box."""
-    radix = seen.radix
-    lo_c = np.maximum(lo, 0)
-    hi_c = np.minimum(hi, np.array(radix[1:], _I64) - 1)
-    if (lo_c > hi_c).any():
-        return np.zeros((len(radix), 0), _I64)
-    if seen.dense is not None:
-        block = seen.dense.reshape(radix)[(slice(None),) + tuple(slice(a, b + 1) for a, b in zip(lo_c, hi_c))]
-        coords = np.array(np.nonzero(block), _I64).reshape(len(radix), -1)
-        coords[1:] += lo_c[:, None]
-        return coords
-    coords = np.array(np.unravel_index(seen.keys, radix), _I64).reshape(len(radix), -1)
-    inside = ((coords[1:] >= lo_c[:, None]) & (coords[1:] <= hi_c[:, None])).all(axis=0)
-    return coords[:, inside]
-
-
-def _in_union(coords: np.ndarray, lo: np.ndarray, hi: np.ndarray, g: np.ndarray, bodies: int) -> np.ndarray:
-    """Which keys ``(instance, lo per axis)`` lie in their instance's box ``[lo + m g, hi + m g]`` (``lo``,
-    ``hi``: ``(axes, instances)``) for some ``m = 0 .. bodies``."""
-    x = coords[0]
-    n = coords.shape[1]
-    ok = np.ones(n, bool)
-    m_lo = np.zeros(n, _I64)
-    m_hi = np.full(n, bodies, _I64)
-    for a in range(lo.shape[0]):
-        v, lo_a, hi_a = coords[a + 1], lo[a][x], hi[a][x]
-        ok &= lo_a <= hi_a
-        if g[a] == 0:
-            ok &= (v >= lo_a) & (v <= hi_a)
-        else:
-            m_lo = np.maximum(m_lo, -((hi_a - v) // g[a]))  # ceil((v - hi) / g)
-            m_hi = np.minimum(m_hi, (v - lo_a) // g[a])
-    return ok & (m_lo <= m_hi)
 
 
 def _read(walk: "SpatialWalk") -> list:

@@ -54,9 +54,6 @@ class Seen:
             self.keys = np.union1d(self.keys, new)
         self.added.append(new)
 
-    def all_keys(self) -> np.ndarray:
-        """Every key, sorted."""
-        return np.flatnonzero(self.dense) if self.dense is not None else self.keys
 
 def sum_by(copy: np.ndarray, values: np.ndarray, ncopies: int) -> np.ndarray:
     out = np.zeros(ncopies, _I64)

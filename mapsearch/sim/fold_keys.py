@@ -1,0 +1,77 @@
+"""The geometry of the fold's state (sim/spatial_fold.py): regions held and output keys, moved by whole bodies.
+
+Keys are ``ravel_multi_index((instance, lo per axis), radix)`` of a tracker's
+``Seen``; a region is the ``(lo, hi)`` rows per axis of ``Tracker.carry``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mapsearch.sim.spatial_tracker import Tracker
+
+_I64 = np.int64
+KEY_BATCH = 1 << 22  # keys moved at once when a fold adds a run's keys
+
+
+def add_moved(tr: Tracker, keys: np.ndarray, g: np.ndarray, times: int) -> None:
+    """Add to ``tr.seen`` the ``keys`` moved by ``m * g`` for ``m = 1 .. times``, in batches of about
+    :data:`KEY_BATCH` keys (one union at the end where the set is sparse)."""
+    coords = np.array(np.unravel_index(keys, tr.radix), _I64).reshape(len(tr.radix), -1)
+    per = max(1, KEY_BATCH // len(keys))
+    batches = []
+    for m0 in range(1, times + 1, per):
+        ms = np.arange(m0, min(times, m0 + per - 1) + 1, dtype=_I64)
+        moved = np.repeat(coords[:, None, :], len(ms), axis=1)
+        moved[1:] += g[:, None, None] * ms[None, :, None]
+        flat = np.ravel_multi_index(tuple(moved.reshape(len(tr.radix), -1)), tr.radix)
+        if tr.seen.dense is not None:
+            tr.seen.add(flat)
+        else:
+            batches.append(flat)
+    if batches:
+        tr.seen.add(np.concatenate(batches))
+
+
+def move(carry: np.ndarray, g: np.ndarray, times: int) -> np.ndarray:
+    """``carry`` (lo, hi rows per axis; -1 where nothing is held) moved ``times`` bodies."""
+    if not g.any():
+        return carry.copy()
+    held = carry[0] >= 0
+    return carry + (times * np.repeat(g, 2))[:, None] * held[None, :]
+
+
+def keys_in(seen, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Coordinates ``(instance, lo per axis)`` of the keys of ``seen`` whose ``lo`` lies in the box."""
+    radix = seen.radix
+    lo_c = np.maximum(lo, 0)
+    hi_c = np.minimum(hi, np.array(radix[1:], _I64) - 1)
+    if (lo_c > hi_c).any():
+        return np.zeros((len(radix), 0), _I64)
+    if seen.dense is not None:
+        block = seen.dense.reshape(radix)[(slice(None),) + tuple(slice(a, b + 1) for a, b in zip(lo_c, hi_c))]
+        coords = np.array(np.nonzero(block), _I64).reshape(len(radix), -1)
+        coords[1:] += lo_c[:, None]
+        return coords
+    coords = np.array(np.unravel_index(seen.keys, radix), _I64).reshape(len(radix), -1)
+    inside = ((coords[1:] >= lo_c[:, None]) & (coords[1:] <= hi_c[:, None])).all(axis=0)
+    return coords[:, inside]
+
+
+def in_union(coords: np.ndarray, lo: np.ndarray, hi: np.ndarray, g: np.ndarray, bodies: int) -> np.ndarray:
+    """Which keys ``(instance, lo per axis)`` lie in their instance's box ``[lo + m g, hi + m g]`` (``lo``,
+    ``hi``: ``(axes, instances)``) for some ``m = 0 .. bodies``."""
+    x = coords[0]
+    n = coords.shape[1]
+    ok = np.ones(n, bool)
+    m_lo = np.zeros(n, _I64)
+    m_hi = np.full(n, bodies, _I64)
+    for a in range(lo.shape[0]):
+        v, lo_a, hi_a = coords[a + 1], lo[a][x], hi[a][x]
+        ok &= lo_a <= hi_a
+        if g[a] == 0:
+            ok &= (v >= lo_a) & (v <= hi_a)
+        else:
+            m_lo = np.maximum(m_lo, -((hi_a - v) // g[a]))  # ceil((v - hi) / g)
+            m_hi = np.minimum(m_hi, (v - lo_a) // g[a])
+    return ok & (m_lo <= m_hi)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import itertools
 import math
 import random
@@ -59,7 +60,8 @@ from mapsearch.schedule.json_io import dumps_schedule, schedule_from_dict  # noq
 from mapsearch.sim.replay import replay  # noqa: E402
 from mapsearch.solve import unsplit  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
-from mapsearch.spec.architecture import SEPARATE, SHARED, Architecture, Compute, Level, Link, MeshAxis  # noqa: E402
+from mapsearch.spec.architecture import (SEPARATE, SHARED, SPLIT_BOUND_OPERATORS, Architecture, Compute, Level, Link,  # noqa: E402
+                                         MeshAxis, SplitBound)
 from mapsearch.spec.workload import Workload  # noqa: E402
 
 import json  # noqa: E402
@@ -117,7 +119,8 @@ class Case:
             f"{l.name}(cap={l.capacity}"
             + (f", link={l.link.lines} {l.link.input_clocks_per_word}/{l.link.output_clocks_per_word}" if l.link else "")
             + (", mesh=" + "x".join(f"{m.name}:{m.size}{list(m.may_reuse)}"
-                                    + (f"must{list(m.must_reuse)}" if m.must_reuse else "") for m in l.mesh)
+                                    + (f"must{list(m.must_reuse)}" if m.must_reuse else "")
+                                    + "".join(f"[{r}]" for r in m.split_bounds) for m in l.mesh)
                if l.mesh else "") + ")"
             for l in a.levels)
         obj = self.objective
@@ -240,6 +243,22 @@ def flat_case(seed: int, odd: bool = False) -> Case:
     return Case(seed, "odd" if odd else "flat", name, w, a, tuple(sorted(homes.items())), _objective(rng))
 
 
+def _split_bounds(rng: random.Random, meshes: dict, dims) -> dict:
+    """Some axes get split bounds (AccelForge's loop_bounds) over the einsum's dimensions (own stream: the
+    other draws of a seed are unchanged)."""
+    out = {}
+    for s, axes in meshes.items():
+        drawn = []
+        for ax in axes:
+            rules = ()
+            if rng.random() < 0.2:
+                names = tuple(d for d in dims if rng.random() < 0.5) or (rng.choice(list(dims)),)
+                rules = (SplitBound(names, rng.choice(SPLIT_BOUND_OPERATORS), rng.choice([1, 1, 2, 2, 3, 4])),)
+            drawn.append(dataclasses.replace(ax, split_bounds=rules))
+        out[s] = tuple(drawn)
+    return out
+
+
 def mesh_case(seed: int) -> Case:
     rng = random.Random(seed * 104729 + 5)
     depth = rng.choice([2, 2, 3, 3, 3, 4])
@@ -260,6 +279,7 @@ def mesh_case(seed: int) -> Case:
             axes.append(MeshAxis(name + str(s), size, rng.choice(REUSE), must))
         meshes[s] = tuple(axes)
     name = rng.choice(MESH_EINSUMS)
+    meshes = _split_bounds(random.Random(seed * 7919 + 11), meshes, EINSUMS[name][1])
     best = None
     for attempt in range(12):
         scale = {2: 2.0, 3: 1.0, 4: 0.6}[depth] * rng.choice([0.6, 0.8, 1.0])
@@ -346,6 +366,8 @@ def run_case(case: Case, data_every: int = 5) -> Outcome:
     # Oracles
     whole_arch = unsplit.unmeshed(a) if meshed else a
     whole = bw.brute_force(w, whole_arch, homes, obj) if wide_cost(w, whole_arch, homes) <= 3 * WIDE_BUDGET else "skip"
+    if meshed and not unsplit.unsplit_meets_bounds(Problem(w, a)):
+        whole = None  # a split bound that a schedule without splits breaks: none of them is legal
     whole_v = None if whole in (None, "skip") else _oracle_value(whole)
     fam = bfs.brute_force_spatial(w, a, homes, obj) if meshed else None
     fam_v = _oracle_value(fam)

@@ -29,7 +29,9 @@ straight from docs/spatial.md ("What the solver searches"):
 - at every meshed level, every assignment of its split dimensions (factor >
   1) to its mesh axes with the product of the factors on each axis at most
   its size, and no split on an axis over a dimension that indexes one of
-  its ``must_reuse`` tensors (two split dims on one axis are listed in
+  its ``must_reuse`` tensors, and every axis's ``split_bounds`` met (a
+  dimension's bound on an axis: its factor there, 1 when it is not split
+  on it; two split dims on one axis are listed in
   workload order: the instance coordinates are then mixed-radix, first
   listed outermost);
 - every loop order of every level below the top, dims that do not advance
@@ -223,6 +225,9 @@ def _axis_assignments(w: Workload, arch: Architecture, s: int, split: list[tuple
         if any(d in w.tensor(t).dims for (d, _, _), a in zip(split, axes) for t in w.tensor_names
                if mesh[a].must_share(t, w.is_output(t))):
             continue  # must_reuse: the instances along the axis share t, so the split may not index it
+        on = [{d: f for (d, _, f), a in zip(split, axes) if a == k} for k in range(len(mesh))]
+        if not all(rule.holds(on[k]) for k, ax in enumerate(mesh) for rule in ax.split_bounds):
+            continue  # split_bounds (loop_bounds): a dimension's bound on an axis is its factor there, else 1
         yield tuple(SpatialSplit(d, part, mesh[a].name) for (d, part, _), a in zip(split, axes)), math.prod(used)
 
 

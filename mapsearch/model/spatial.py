@@ -37,8 +37,13 @@ a view into selects between the tables.
 
 from __future__ import annotations
 
+import itertools
+import math
+
+from mapsearch.errors import InfeasibleError
 from mapsearch.model.encoding import Encoding, Literal, Q, negate
 from mapsearch.model.problem import Problem
+from mapsearch.spec.architecture import compare_bound
 
 REP, SUM = "rep", "sum"
 
@@ -92,6 +97,7 @@ def add_mesh_factors(enc: Encoding) -> None:
             enc.on_axis[(d, lv, 0)] = first
             enc.on_axis[(d, lv, 1)] = ~first
         add_must_reuse(enc, lv)
+        add_split_bounds(enc, lv)
         for a, axis in enumerate(mesh):
             parts = [enc.select(enc.on_axis[(d, lv, a)], enc.factor[(d, lv)], Q.const(1), f"factor_{d}_{level_name}_{axis.name}")
                      for d in split_dims(enc, lv) if (d, lv, a) in enc.on_axis]
@@ -131,6 +137,78 @@ def add_must_reuse(enc: Encoding, lv: int) -> None:
                 enc.model.add(factor.expr == 1).only_enforce_if(when)
             elif int(factor.expr) > 1:  # always split: never on this axis
                 enc.model.add_bool_or([negate(x) for x in when])
+
+
+def add_split_bounds(enc: Encoding, lv: int) -> None:
+    """An axis's ``split_bounds`` (AccelForge's ``loop_bounds``) hold for the splits on it.
+
+    The bound of dimension ``d`` on axis ``a`` of meshed level ``s`` is
+
+        b[d, a] = factor_{d,s}  if on[d, s, a]  else 1
+
+    (a dimension no chain splits at ``s`` has ``b = 1``), and each bound
+    ``(D, op, v)`` posts ``b[d, a] op v`` for every ``d`` in ``D``, or
+    ``prod_{d in D} b[d, a] op v`` for a ``product`` operator. Chain pruning
+    compares chains only at equal factors (model/spatial_chains.py), so no
+    chain that satisfies a bound is pruned for one that does not. One guard
+    literal per axis names the bounds in an infeasibility core.
+    """
+    level = enc.problem.architecture.levels[enc.spatial_levels[lv]]
+    for a, axis in enumerate(axes(enc, lv)):
+        if not axis.split_bounds:
+            continue
+        guard = enc.model.new_bool_var(f"split_bounds_{level.name}_{axis.name}")
+        enc.guards[f"loop bounds of mesh axis {axis.name} of {level.name}"] = guard
+
+        def bound(d: str) -> Q:
+            if (d, lv, a) not in enc.on_axis:  # never split at this level, or never on this axis
+                return Q.const(1)
+            return enc.select(enc.on_axis[(d, lv, a)], enc.factor[(d, lv)], Q.const(1),
+                              f"bound_{d}_{level.name}_{axis.name}")
+
+        for rule in axis.split_bounds:
+            op = rule.operator.removeprefix("product")
+            terms = ([enc.product([bound(d) for d in rule.dims], f"bounds_{level.name}_{axis.name}")]
+                     if rule.operator.startswith("product") else [bound(d) for d in rule.dims])
+            for q in terms:
+                if q.is_const:
+                    if not compare_bound(int(q.expr), op, rule.value):
+                        enc.model.add_bool_or([negate(guard)])
+                    continue
+                enc.model.add(_comparison(q.expr, op, rule.value)).only_enforce_if(guard)
+
+
+def unmeetable_split_bounds(p: Problem):
+    """The infeasibility of an axis whose split bounds no schedule of the contract meets, or None.
+
+    Necessary for any legal schedule: the factors of the dimensions split on
+    one axis multiply to at most its size, and a dimension's factor is at
+    most its extent (any factor from 1 to the extent is some split: ``ceil(T
+    / P)`` with the tile above ``T`` equal to it and parts of 1). So when no
+    assignment ``f_d`` in ``1..min(E_d, size)`` of the dimensions a bound
+    names (the others at 1) with ``prod f_d <= size`` meets the axis's
+    bounds, no schedule exists, whatever the searched family.
+    """
+    w = p.workload
+    for lv in p.architecture.levels:
+        for axis in lv.mesh:
+            named = sorted({d for rule in axis.split_bounds for d in rule.dims})
+            if not axis.split_bounds:
+                continue
+            ranges = [range(1, min(w.extent[d], axis.size) + 1) for d in named]
+            meets = any(math.prod(f) <= axis.size and all(rule.holds(dict(zip(named, f))) for rule in axis.split_bounds)
+                        for f in itertools.product(*ranges))
+            if not meets:
+                rules = "; ".join(str(rule) for rule in axis.split_bounds)
+                name = f"loop bounds of mesh axis {axis.name} of {lv.name}"
+                return InfeasibleError(f"infeasible: {name} conflict: no split of at most {axis.size} instances "
+                                       f"meets {rules}", (name,))
+    return None
+
+
+def _comparison(expr, op: str, value: int):
+    return {"==": lambda: expr == value, "<=": lambda: expr <= value, ">=": lambda: expr >= value,
+            "<": lambda: expr < value, ">": lambda: expr > value}[op]()
 
 
 def _as_bool(enc: Encoding, q: Q, stem: str):

@@ -114,7 +114,9 @@ def spatial_dict(s: Schedule, figures: Figures | None = None) -> list[dict[str, 
                              "equal": all(x % sp.part == 0 for x in parents)})
             used = math.prod(m["factor"] for m in mine)
             axes.append({"axis": ax.name, "size": ax.size, "may_reuse": list(ax.may_reuse),
-                         "must_reuse": list(getattr(ax, "must_reuse", ())), "used": used, "splits": mine})
+                         "must_reuse": list(getattr(ax, "must_reuse", ())),
+                         "loop_bounds": [str(rule) for rule in getattr(ax, "split_bounds", ())], "used": used,
+                         "splits": mine})
         used = math.prod(a["used"] for a in axes)
         entry = {"level": lv.name, "instances": lv.instances, "used_instances": used,
                  "idle_instances": lv.instances - used, "axes": axes}
@@ -140,6 +142,8 @@ def spatial_lines(s: Schedule, figures: Figures | None = None) -> list[str]:
             reuse = f"may reuse {', '.join(a['may_reuse'])}"
             if a["must_reuse"]:
                 reuse += f"; must reuse {', '.join(a['must_reuse'])}"
+            if a["loop_bounds"]:
+                reuse += f"; loop bounds: {'; '.join(a['loop_bounds'])}"
             if not a["splits"]:
                 lines.append(f"    axis {a['axis']} ({a['size']}; {reuse}): not split")
                 continue

@@ -33,6 +33,7 @@ from mapsearch.solve.binding import Binding, binding_report
 from mapsearch.solve.space import SearchSpace, search_space
 from mapsearch.spec.constraints import Constraints
 from mapsearch.model.overflow import contract_overflow
+from mapsearch.model.spatial import unmeetable_split_bounds
 from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.coarse import coarse_solution
@@ -281,7 +282,7 @@ def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Pr
     unless a level overflows under every schedule of the contract (then it is infeasible outright)."""
     if not restrictions:
         return error
-    overflow = contract_overflow(problem)
+    overflow = contract_overflow(problem) or unmeetable_split_bounds(problem)
     if overflow is not None:
         return overflow
     message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "

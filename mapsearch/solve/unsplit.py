@@ -141,9 +141,15 @@ def search_unsplit(problem: Problem, solve_one: Callable[[Problem], object]) -> 
 
 def applies(problem: Problem, options) -> bool:
     """Whether the unsplit family is searched beside the meshed one: a mesh on the path, buffer positions
-    searched, an objective whose figures are the same on both paths, no DRAM row phase."""
+    searched, an objective whose figures are the same on both paths, no DRAM row phase, and split bounds
+    (``MeshAxis.split_bounds``) that a schedule without splits meets (every bound 1)."""
     return (any(lv.instances > 1 for lv in problem.architecture.levels) and options.placement
-            and options.objective in OBJECTIVES and options.dram_rows == "off")
+            and options.objective in OBJECTIVES and options.dram_rows == "off" and unsplit_meets_bounds(problem))
+
+
+def unsplit_meets_bounds(problem: Problem) -> bool:
+    """Whether a schedule that splits nothing meets every axis's split bounds (each dimension's bound is 1)."""
+    return all(rule.holds({}) for lv in problem.architecture.levels for axis in lv.mesh for rule in axis.split_bounds)
 
 
 def _fanout_placement(restriction: str) -> bool:

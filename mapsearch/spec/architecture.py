@@ -41,6 +41,48 @@ class Link:
         return max(words_down * self.input_clocks_per_word, words_up * self.output_clocks_per_word)
 
 
+# The comparisons of a split bound (AccelForge's ``loop_bounds`` operators): per dimension, or on the product.
+SPLIT_BOUND_OPERATORS = ("==", "<=", ">=", "<", ">", "product==", "product<=", "product>=", "product<", "product>")
+
+
+def compare_bound(x: int, op: str, value: int) -> bool:
+    """``x op value`` for one of the plain comparisons (``==``, ``<=``, ``>=``, ``<``, ``>``)."""
+    return {"==": x == value, "<=": x <= value, ">=": x >= value, "<": x < value, ">": x > value}[op]
+
+
+@dataclass(frozen=True)
+class SplitBound:
+    """A bound on the splits along one mesh axis (AccelForge's ``Spatial.loop_bounds``).
+
+    The *bound* of dimension ``d`` on the axis is its factor there (the
+    number of parts it is split in) when ``d`` is split on this axis, else 1
+    (no spatial loop is a loop of one iteration). ``operator`` compares each
+    of ``dims``' bounds with ``value`` (``==``, ``<=``, ``>=``, ``<``,
+    ``>``), or their product (``product==`` ...). A mapping constraint: the
+    solver searches only the splits that satisfy it; the replay counts any.
+    """
+
+    dims: tuple[str, ...]
+    operator: str
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.operator not in SPLIT_BOUND_OPERATORS:
+            raise ValueError(f"split bound operator {self.operator!r}: expected one of {', '.join(SPLIT_BOUND_OPERATORS)}")
+
+    def holds(self, bounds: Mapping[str, int]) -> bool:
+        """Whether the bounds (dimension -> its factor on the axis; 1 when absent) satisfy this comparison."""
+        values = [bounds.get(d, 1) for d in self.dims]
+        op = self.operator.removeprefix("product")
+        if self.operator.startswith("product"):
+            return compare_bound(math.prod(values), op, self.value)
+        return all(compare_bound(v, op, self.value) for v in values)
+
+    def __str__(self) -> str:
+        what = f"product of ({', '.join(self.dims)})" if self.operator.startswith("product") else f"each of ({', '.join(self.dims)})"
+        return f"{what} {self.operator.removeprefix('product')} {self.value}"
+
+
 @dataclass(frozen=True)
 class MeshAxis:
     """One named axis of a level's spatial fanout (see docs/spatial.md).
@@ -57,6 +99,8 @@ class MeshAxis:
     # Tensors (or roles) every instance along the axis must share: a split on this axis may not
     # be on a dimension that indexes one of them (docs/spatial.md, "must_reuse"). Empty: nothing.
     must_reuse: tuple[str, ...] = ()
+    # Bounds on the factors of the dimensions split on this axis (AccelForge's loop_bounds): a mapping constraint.
+    split_bounds: tuple[SplitBound, ...] = ()
 
     def reuses(self, tensor: str, is_output: bool) -> bool:
         return _names(self.may_reuse, tensor, is_output)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Union
 
-from mapsearch.spec.architecture import Link
+from mapsearch.spec.architecture import Link, SplitBound
 from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.set_expr import SetExpr, SetExprError, evaluate
 from mapsearch.spec.tree_yaml import TreeError, Where
@@ -45,6 +45,7 @@ class SpatialAxis:
     may_reuse: SetRule
     must_reuse: SetRule
     where: Where
+    split_bounds: tuple[SplitBound, ...] = ()  # already bound to the workload's dimensions (a peer's loop_bounds)
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,7 @@ def _fold(link: Link, stage: StageNode) -> Link:
 
 def _mesh_axis(axis: SpatialAxis) -> MeshAxis:
     terms = union_terms(axis.may_reuse.expr)
-    return MeshAxis(axis.name, axis.fanout, terms if terms is not None else ("none",))
+    return MeshAxis(axis.name, axis.fanout, terms if terms is not None else ("none",), split_bounds=axis.split_bounds)
 
 
 def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath:

@@ -188,7 +188,8 @@ def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: i
         roles = {"output": frozenset({e.output.name}), "input": frozenset({e.inputs[0].name}),
                  "weight": frozenset({e.inputs[-1].name}) if len(e.inputs) > 1 else frozenset()}
         own = {**roles, **(renames.get(ename, {}) if ename else {})}
-        views.append(EinsumView(tensors, e.output.name, bits, own, frozenset(outputs & reads & set(tensors))))
+        views.append(EinsumView(tensors, e.output.name, bits, own, frozenset(outputs & reads & set(tensors)),
+                                 rank_variables=tuple(e.dims)))
     # One architecture for a whole chain: the operand level fits every einsum's op, an unbounded memory every tensor.
     block = max(operand_words(e, extents) for e in einsums)
     total = sum({t.name: t.words(extents) for e in einsums for t in e.tensors}.values())

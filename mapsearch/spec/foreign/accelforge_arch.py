@@ -21,7 +21,8 @@ rules and ``enabled`` per einsum (``size: weight.bits_per_value``,
   compute's (or a ``!Container``'s) ``spatial`` fanout goes on it.
 - ``!Container`` -> its ``spatial`` fanout goes on the next memory below.
   ``!Fork`` -> a side branch. ``!Hierarchical`` -> a chain.
-- ``spatial``: ``may_reuse`` and ``reuse`` (mapsearch's ``must_reuse``).
+- ``spatial``: ``may_reuse`` and ``reuse`` (mapsearch's ``must_reuse``); ``loop_bounds`` (per rank variable
+  or on the product, bound to the einsum's dimensions: ``MeshAxis.split_bounds``).
 - Time: one clock is one op of the path's compute (its ``throughput`` or
   ``total_latency``). A memory's accesses cost ``bits_per_value /
   bits_per_action`` actions per word at its action throughputs (actions per
@@ -34,7 +35,7 @@ rules and ``enabled`` per einsum (``size: weight.bits_per_value``,
 
 Not expressible, one line each (:class:`Untranslatable`): ``!Toll``,
 ``!Network``, ``!Array``; a throughput or energy that only a hwcomponents
-model computes when the time needs it; ``loop_bounds`` and ``tile_shape``;
+model computes when the time needs it; ``tile_shape``;
 tensors of different widths in one memory.
 """
 
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
+from mapsearch.spec.architecture import SPLIT_BOUND_OPERATORS, SplitBound
 from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.foreign.accelforge_parts import _COMPUTE_FIELDS, _MEMORY_FIELDS, FREE, Port, PortMixin, join_ports
 from mapsearch.spec.foreign.common import Tagged, bad, exact, untranslatable
@@ -71,6 +73,7 @@ class EinsumView:
     intermediates: frozenset[str] = frozenset()
     block_words: int = 0  # words of one op call's operands (the operand level's capacity)
     total_words: int = 0  # words of every tensor (a capacity that never binds)
+    rank_variables: tuple[str, ...] = ()  # the einsum's dimensions, which a fanout's loop_bounds name
 
 
 def is_accelforge_arch(data: Any) -> bool:
@@ -254,9 +257,6 @@ class _Translator(PortMixin):
             f = f"{field}.spatial[{j}]"
             if not isinstance(s, dict) or "name" not in s:
                 raise bad(self.source, f, "a mapping with name and fanout", s)
-            if s.get("loop_bounds"):
-                raise untranslatable(self.source, f"{f}.loop_bounds", "loop bounds on a fanout restrict which rank "
-                                     "variables it may split; mapsearch's constraints cannot say that")
             fanout = self.number(s.get("fanout"), f"{f}.fanout")
             if fanout != int(fanout) or fanout < 1:
                 raise bad(self.source, f"{f}.fanout", "int >= 1", s.get("fanout"))
@@ -267,9 +267,41 @@ class _Translator(PortMixin):
                 self.notes.append(f"{self.source}: {f}.min_usage: {s['min_usage']} is a mapper constraint; "
                                   f"mapsearch searches every usage of the fanout")
             where = self.where(node, f)
-            axis = SpatialAxis(str(s["name"]), int(fanout), self.rule(may, where), self.rule(reuse, where), where)
+            axis = SpatialAxis(str(s["name"]), int(fanout), self.rule(may, where), self.rule(reuse, where), where,
+                               self.loop_bounds(s.get("loop_bounds"), f"{f}.loop_bounds"))
             out.append(axis)
         return out
+
+    def loop_bounds(self, raw: Any, field: str) -> tuple[SplitBound, ...]:
+        """A fanout's ``loop_bounds`` (AccelForge ``Comparison`` objects) bound to the einsum's rank variables."""
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise bad(self.source, field, "a list of {expression, operator, value}", raw)
+        ranks = frozenset(self.view.rank_variables)
+        sets = {"All": TensorSet(ranks, ranks), "Nothing": TensorSet(frozenset(), ranks),
+                **{r: TensorSet(frozenset({r}), ranks) for r in ranks}}
+        out = []
+        for k, item in enumerate(raw):
+            f = f"{field}[{k}]"
+            if not isinstance(item, dict) or set(item) - {"expression", "operator", "value"} or "expression" not in item:
+                raise bad(self.source, f, "a mapping with expression, operator and value", item)
+            text = item["expression"]
+            try:
+                dims = evaluate_expr(str(text), sets)
+            except ExprError as e:
+                raise bad(self.source, f"{f}.expression", "a set expression over the einsum's rank variables "
+                          f"({', '.join(self.view.rank_variables)})", f"{text} ({e})") from None
+            if not isinstance(dims, TensorSet):
+                raise bad(self.source, f"{f}.expression", "a set of rank variables", text)
+            operator = item.get("operator")
+            if operator not in SPLIT_BOUND_OPERATORS:
+                raise bad(self.source, f"{f}.operator", "one of " + ", ".join(SPLIT_BOUND_OPERATORS), operator)
+            value = self.number(item.get("value"), f"{f}.value")
+            if value != int(value):
+                raise bad(self.source, f"{f}.value", "an integer >= 0", item.get("value"))
+            out.append(SplitBound(tuple(d for d in self.view.rank_variables if d in dims.names), operator, int(value)))
+        return tuple(out)
 
     def rule(self, names: frozenset[str], where: Where) -> SetRule:
         text = as_set_text(names, self.view.tensors)

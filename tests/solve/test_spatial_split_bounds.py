@@ -1,0 +1,107 @@
+"""Split bounds (AccelForge's ``Spatial.loop_bounds``) in the solver, against the brute force.
+
+The bound of a dimension on a mesh axis is its factor there when it is split
+on that axis, else 1 (``MeshAxis.split_bounds``). A 4x4x4 matmul on 4
+instances, compute bound (4 clocks per MAC, links of 1/16 clock per word):
+split 4 ways, the busiest instance does 16 calls, 64 clocks; at most 2 ways,
+128; unsplit, 256. ``tests/brute_force_spatial.py`` enumerates only the
+splits that meet the bounds; its optimum must be the solver's, and every
+returned schedule replays to its prediction.
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import brute_force as bf  # noqa: E402
+import brute_force_spatial as bfs  # noqa: E402
+
+from mapsearch.errors import InfeasibleError  # noqa: E402
+from mapsearch.model.options import SolveOptions  # noqa: E402
+from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.schedule.figures import differences  # noqa: E402
+from mapsearch.solve.run import solve  # noqa: E402
+from mapsearch.spec.architecture import Link, MeshAxis, SplitBound  # noqa: E402
+from tests.solve.test_spatial_vs_brute_force import arch, conv1d, matmul  # noqa: E402
+
+FAST = Link(Fraction(1, 16), Fraction(1, 16))
+
+
+def bounded(*rules: SplitBound, sizes=(4,), extents=(4, 4, 4)):
+    mesh = tuple(MeshAxis(name, size, ("all",), split_bounds=rules if a == 0 else ())
+                 for a, (name, size) in enumerate(zip(("x", "y"), sizes)))
+    return matmul(*extents), arch([None, 3], 1, mesh, [None, FAST], clocks=Fraction(4))
+
+
+def solved(w, a):
+    result = solve(Problem(w, a), options=SolveOptions(time_limit=60, workers=1, seed=0))
+    assert differences(result.schedule.predicted, bf.replay_figures(result.schedule)) == []
+    return result
+
+
+def axis_factors(result, axis: str = "x") -> dict[str, int]:
+    """Per dimension split on ``axis`` of the meshed level: its factor (parts of the level-above tile)."""
+    level = result.schedule.levels[1]
+    parent = dict(result.schedule.levels[0].tile)
+    return {sp.dim: -(-parent[sp.dim] // sp.part) for sp in level.spatial if sp.axis == axis}
+
+
+@pytest.mark.parametrize("rule, clocks", [
+    (SplitBound(("m", "n"), "==", 1), 64),      # only k may be split: 4 ways
+    (SplitBound(("m", "n", "k"), "<=", 2), 128),  # each at most 2 ways, on a 4-instance axis: m 2 x n 2 (64) ...
+    (SplitBound(("m", "n", "k"), "product<=", 2), 128),  # ... but the product at most 2
+    (SplitBound(("k",), ">=", 2), 64),          # k must be split (unsplit schedules are not legal)
+    (SplitBound(("m",), "==", 2), 64),          # m in exactly 2 parts, the other factor 2 from n or k
+    (SplitBound(("m", "n", "k"), "<", 2), 256),  # nothing may be split
+])
+def test_split_bounds_limit_the_splits(rule, clocks) -> None:
+    w, a = bounded(rule)
+    result = solved(w, a)
+    assert rule.holds(axis_factors(result))
+    assert tuple(p.value for p in result.phases) == bfs.brute_force_spatial(w, a).value
+    if rule.operator != "<=":
+        assert result.phases[0].value == clocks
+    else:
+        assert result.phases[0].value == 64 and len(axis_factors(result)) == 2  # two dims of 2 parts each
+
+
+def test_split_bounds_on_one_axis_of_two() -> None:
+    # 2x2 mesh: x splits only n (at most 2 ways), y anything; the brute force over the same family agrees.
+    w, a = bounded(SplitBound(("m", "k"), "==", 1), sizes=(2, 2))
+    result = solved(w, a)
+    assert set(axis_factors(result, "x")) <= {"n"}
+    assert tuple(p.value for p in result.phases) == bfs.brute_force_spatial(w, a).value
+    assert result.phases[0].value == 64
+
+
+def test_split_bounds_on_a_convolution_with_uneven_parts() -> None:
+    # O[k,p] += I[p+r] * W[k,r], p = 5 on 3 instances; p must be split 3 ways (parts 2, 2, 1).
+    w = conv1d(2, 5, 3)
+    a = arch([None, 16], 1, (MeshAxis("x", 3, ("all",), split_bounds=(SplitBound(("p",), "==", 3),)),),
+             [None, FAST], clocks=Fraction(4))
+    result = solved(w, a)
+    assert axis_factors(result) .get("p") == 3
+    assert tuple(p.value for p in result.phases) == bfs.brute_force_spatial(w, a).value
+
+
+def test_a_bound_no_split_can_meet_is_infeasible_and_named() -> None:
+    # k >= 8 on an axis of 4 instances: no schedule of the contract meets it.
+    w, a = bounded(SplitBound(("k",), ">=", 8))
+    with pytest.raises(InfeasibleError, match=r"^infeasible: loop bounds of mesh axis x of L0 conflict: no split of at most 4 instances meets each of \(k\) >= 8$"):
+        solve(Problem(w, a), options=SolveOptions(time_limit=60, workers=1, seed=0))
+    assert bfs.brute_force_spatial(w, a) is None
+
+
+def test_split_bound_rules_and_their_text() -> None:
+    rule = SplitBound(("m", "n"), "product<=", 4)
+    assert rule.holds({"m": 2, "n": 2}) and not rule.holds({"m": 4, "n": 2}) and rule.holds({})
+    assert str(rule) == "product of (m, n) <= 4"
+    assert SplitBound(("k",), ">=", 2).holds({}) is False
+    with pytest.raises(ValueError, match="split bound operator '=<'"):
+        SplitBound(("k",), "=<", 2)

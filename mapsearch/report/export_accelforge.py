@@ -25,7 +25,8 @@ placement is (docs/cost-model.md "Buffer placement"):
 The architecture lists the levels as ``!Memory`` (``size`` in bits:
 capacity x ``bits_per_value``; ``inf`` when unbounded), a meshed level with
 ``spatial`` per mesh axis (``fanout``, ``may_reuse`` and ``reuse`` as set
-expressions from the axis's ``may_reuse`` and ``must_reuse``), then
+expressions from the axis's ``may_reuse`` and ``must_reuse``, ``loop_bounds``
+from its split bounds), then
 ``!Compute MAC``. Action energies and throughputs are Jinja variables
 (``READ_ENERGY``, ``WRITE_ENERGY``, ``MAC_ENERGY``, default 0; throughputs
 ``inf``): mapsearch's figures are words and clocks, not energy.
@@ -46,6 +47,12 @@ __all__ = ["accelforge_files", "accelforge_yaml", "accelforge_nodes", "ACCELFORG
 
 ACCELFORGE_FILES = ("arch.yaml", "workload.yaml", "mapping.yaml")
 BITS_PER_VALUE = 8  # a placeholder word width: mapsearch counts words
+
+
+def _loop_bound(rule) -> str:
+    """A split bound as AccelForge's ``Comparison`` (an empty dimension set is ``Nothing``)."""
+    expression = " | ".join(rule.dims) or "Nothing"
+    return f"{{expression: {json.dumps(expression)}, operator: {json.dumps(rule.operator)}, value: {rule.value}}}"
 
 
 def _set_expr(names: tuple[str, ...], tensors: tuple[str, ...]) -> str:
@@ -72,8 +79,10 @@ def _arch_lines(s: Schedule) -> list[str]:
             for ax in lv.mesh:
                 reuse = _set_expr(ax.must_reuse, w.tensor_names)
                 must = f", reuse: {json.dumps(reuse)}" if reuse != "Nothing" else ""
+                rules = ", ".join(_loop_bound(rule) for rule in ax.split_bounds)
+                bounds = f", loop_bounds: [{rules}]" if rules else ""
                 lines.append(f"    - {{name: {ax.name}, fanout: {ax.size}, "
-                             f"may_reuse: {json.dumps(_set_expr(ax.may_reuse, w.tensor_names))}{must}}}")
+                             f"may_reuse: {json.dumps(_set_expr(ax.may_reuse, w.tensor_names))}{must}{bounds}}}")
         lines += [f"    tensors: {{{'keep: All, ' if i == 0 else ''}may_keep: All}}", "    actions:",
                   "    - {name: read, energy: {{READ_ENERGY}}, throughput: inf}",
                   "    - {name: write, energy: {{WRITE_ENERGY}}, throughput: inf}"]

@@ -233,3 +233,16 @@ def test_an_accelforge_architecture_is_a_characterize_profile():
     assert p.link_energy_pj == {"MainMemory->GlobalBuffer": 16e12} and p.mac_energy_pj == 1e12
     with pytest.raises(Untranslatable, match="keep or bypass tensors by role"):
         load_profile(str(ARCHES / "nvdla.yaml"))
+
+
+def test_loop_bounds_survive_the_export_to_accelforge(tmp_path):
+    """The exported arch.yaml carries the split bounds as loop_bounds; read back, they are the same."""
+    from mapsearch.report.export_accelforge import accelforge_files
+
+    _, result, _ = solve_peer(MATMUL, ARCHES / "fanout_variations" / "at_mac_with_constraints.yaml")
+    arch = tmp_path / "arch.yaml"
+    arch.write_text(accelforge_files(result.schedule)["arch.yaml"])
+    assert "loop_bounds: [{expression: \"n | k\", operator: \"==\", value: 1}]" in arch.read_text()
+    (path,) = flatten(load_foreign_arch(arch, MATMUL).tree)
+    bounds = [r for lv in path.architecture.levels for a in lv.mesh for r in a.split_bounds]
+    assert [(r.dims, r.operator, r.value) for r in bounds] == [(("n", "k"), "==", 1)]

@@ -43,12 +43,13 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from mapsearch.spec import limits
-from mapsearch.spec.architecture import SEPARATE, SHARED, Link, as_fraction
+from mapsearch.spec.architecture import SEPARATE, SHARED, SPLIT_BOUND_OPERATORS, Link, as_fraction
 from mapsearch.spec.reading import read_text
 from mapsearch.spec.set_expr import SetExprSyntaxError, parse_set_expr
 from mapsearch.spec.tree_nodes import (
     ComputeNode,
     HierarchicalNode,
+    LoopBound,
     MemoryNode,
     Node,
     ParallelNode,
@@ -259,8 +260,8 @@ class _Builder:
         for i, item in enumerate(items):
             f = f"{sub}[{i}]"
             at = self.at(item, f) if hasattr(item, "mark") else self.at(items, f)
-            item = self.mapping(item, at, "a mapping with name, fanout, may_reuse, must_reuse")
-            self.check_keys(item, ("name", "fanout", "may_reuse", "must_reuse"), f, "a spatial fanout")
+            item = self.mapping(item, at, "a mapping with name, fanout, may_reuse, must_reuse, loop_bounds")
+            self.check_keys(item, ("name", "fanout", "may_reuse", "must_reuse", "loop_bounds"), f, "a spatial fanout")
             name = item.get("name")
             if not isinstance(name, str) or not _NAME.match(name):
                 raise TreeError(self.value_at(item, "name", _join(f, "name")), f"expected a fanout dimension name, got {_short(name)}")
@@ -272,10 +273,38 @@ class _Builder:
             _guard(limits.instances_error(fanout, name), self.value_at(item, "fanout", _join(f, "fanout")))
             may = self.rule(item, "may_reuse", f, "All")
             must = self.rule(item, "must_reuse", f, "Nothing")
-            axes.append(SpatialAxis(name, fanout, may, must, at))
+            axes.append(SpatialAxis(name, fanout, may, must, at, loop_bounds=self.loop_bounds(item, f)))
         if len(axes) > 2:
             raise TreeError(axes[2].where, "a component has at most two fanout dimensions (docs/spatial.md)")
         return tuple(axes)
+
+    def loop_bounds(self, item: _MDict, field: str) -> tuple[LoopBound, ...]:
+        """A fanout's ``loop_bounds``: ``{expression: <dimensions>, operator: ==|<=|...|product<=|..., value: int}``."""
+        if "loop_bounds" not in item:
+            return ()
+        sub = _join(field, "loop_bounds")
+        items = item["loop_bounds"]
+        if not isinstance(items, _MList):
+            raise TreeError(self.value_at(item, "loop_bounds", sub),
+                            f"expected a list of {{expression, operator, value}}, got {_short(items)}")
+        out = []
+        for k, entry in enumerate(items):
+            f = f"{sub}[{k}]"
+            at = self.at(entry, f) if hasattr(entry, "mark") else self.at(items, f)
+            entry = self.mapping(entry, at, "a mapping with expression, operator and value")
+            self.check_keys(entry, ("expression", "operator", "value"), f, "a loop bound")
+            dims = self.rule(entry, "expression", f, None)
+            if dims is None:
+                raise TreeError(at, f"{f}: expected an expression (the dimensions it bounds), got none")
+            operator = entry.get("operator")
+            if operator not in SPLIT_BOUND_OPERATORS:
+                raise TreeError(self.value_at(entry, "operator", _join(f, "operator")),
+                                f"expected operator: one of {', '.join(SPLIT_BOUND_OPERATORS)}, got {_short(operator)}")
+            value = entry.get("value")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TreeError(self.value_at(entry, "value", _join(f, "value")), f"expected value: int >= 0, got {_short(value)}")
+            out.append(LoopBound(dims, operator, value))
+        return tuple(out)
 
     def stage(self, data: _MDict, field: str, where: Where) -> StageNode:
         link_keys = ("input_clocks_per_word", "output_clocks_per_word", "lines")

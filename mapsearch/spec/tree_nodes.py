@@ -12,11 +12,11 @@ from typing import Union
 
 from mapsearch.spec.architecture import Link, SplitBound
 from mapsearch.spec.energy import LevelEnergy
-from mapsearch.spec.set_expr import SetExpr, SetExprError, evaluate
+from mapsearch.spec.set_expr import Role, SetExpr, SetExprError, UnknownTensor, evaluate
 from mapsearch.spec.tree_yaml import TreeError, Where
 from mapsearch.spec.workload import Workload
 
-__all__ = ["SetRule", "SpatialAxis", "MemoryNode", "StageNode", "ComputeNode", "ParallelNode", "HierarchicalNode",
+__all__ = ["SetRule", "LoopBound", "SpatialAxis", "MemoryNode", "StageNode", "ComputeNode", "ParallelNode", "HierarchicalNode",
            "Node", "Tree"]
 
 @dataclass(frozen=True)
@@ -36,6 +36,46 @@ class SetRule:
             raise TreeError(self.where.at_offset(e.position), f"{e.reason} (in {self.text!r})") from None
 
 
+    def evaluate_dims(self, workload: Workload) -> frozenset[str]:
+        """The dimensions of ``workload`` it names (``All``, ``Nothing``, names, ``~ | & -``); a tensor role or an
+        unknown name is a TreeError at its column."""
+        roles = [r for r in _roles(self.expr) if r.role in ("input", "output")]
+        if roles:
+            raise TreeError(self.where.at_offset(roles[0].position),
+                            f"expected dimension names, All or Nothing, got the tensor role {roles[0].role!r} "
+                            f"(in {self.text!r})")
+        try:
+            return evaluate(self.expr, {d: False for d in workload.dims}, self.text)
+        except UnknownTensor as e:
+            raise TreeError(self.where.at_offset(e.position), f"unknown dimension {e.name!r}; the workload's "
+                            f"dimensions are {', '.join(workload.dims)} (in {self.text!r})") from None
+        except SetExprError as e:
+            raise TreeError(self.where.at_offset(e.position), f"{e.reason} (in {self.text!r})") from None
+
+
+def _roles(expr):
+    """Every Role node of a set expression."""
+    if isinstance(expr, Role):
+        yield expr
+    for child in (getattr(expr, "operand", None), getattr(expr, "left", None), getattr(expr, "right", None)):
+        if child is not None:
+            yield from _roles(child)
+
+
+@dataclass(frozen=True)
+class LoopBound:
+    """A fanout's ``loop_bounds`` entry as written: a set expression over the workload's dimensions, bound to
+    them by :func:`~mapsearch.spec.tree_paths.path_architecture` (``MeshAxis.split_bounds``)."""
+
+    dims: SetRule
+    operator: str
+    value: int
+
+    def bind(self, workload: Workload) -> SplitBound:
+        names = self.dims.evaluate_dims(workload)
+        return SplitBound(tuple(d for d in workload.dims if d in names), self.operator, self.value)
+
+
 @dataclass(frozen=True)
 class SpatialAxis:
     """One fanout dimension of a component: ``fanout`` instances along ``name``."""
@@ -46,6 +86,7 @@ class SpatialAxis:
     must_reuse: SetRule
     where: Where
     split_bounds: tuple[SplitBound, ...] = ()  # already bound to the workload's dimensions (a peer's loop_bounds)
+    loop_bounds: tuple[LoopBound, ...] = ()  # a tree file's loop_bounds, bound per workload
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from mapsearch.spec.set_expr import union_terms
 from mapsearch.spec.tree_nodes import (
     ComputeNode,
     HierarchicalNode,
+    LoopBound,
     MemoryNode,
     Node,
     ParallelNode,
@@ -91,6 +92,7 @@ class FlatPath:
     must_reuse: tuple[ReuseRule, ...]
     may_reuse: tuple[ReuseRule, ...] = ()
     where: Where | None = None
+    loop_bounds: tuple[tuple[str, str, LoopBound], ...] = ()  # (level, axis, bound): bound per workload
 
     @property
     def name(self) -> str:
@@ -183,6 +185,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
     keep_rules: list[KeepRule] = []
     must: list[ReuseRule] = []
     may: list[ReuseRule] = []
+    bounds: list[tuple[str, str, LoopBound]] = []
     stages: list[StageNode] = []
     for n in nodes:
         if isinstance(n, StageNode):
@@ -216,6 +219,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
             may.append(ReuseRule(n.name, a.name, a.may_reuse))
             if union_terms(a.must_reuse.expr) != ("none",):
                 must.append(ReuseRule(n.name, a.name, a.must_reuse))
+            bounds.extend((n.name, a.name, b) for b in a.loop_bounds)
     if stages:
         s = stages[0]
         raise TreeError(s.where, f"!ProcessingStage {s.name!r} sits between the last memory and !Compute "
@@ -228,7 +232,7 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
         energy = EnergyModel(tuple(n.energy for n in memories), compute.energy[0], compute.energy[1], tree.energy_unit)
     arch = Architecture(f"{tree.name}/{compute.name}", tuple(levels), Compute(compute.block, compute.clocks_per_call, compute.block_roles),
                         tree.double_buffering, energy=energy)
-    return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where)
+    return FlatPath(compute.name, arch, tuple(keep_rules), tuple(must), tuple(may), compute.where, tuple(bounds))
 
 
 def flatten(tree: Tree) -> list[FlatPath]:
@@ -268,14 +272,18 @@ def path_architecture(path: FlatPath, workload: Workload) -> Architecture:
     An expression that names no tensor becomes ``('none',)``. Unknown names
     are a TreeError at their place in the file.
     """
-    if not path.may_reuse and not path.must_reuse:
+    if not path.may_reuse and not path.must_reuse and not path.loop_bounds:
         return path.architecture
     bound = {(r.level, r.axis): _ordered(r.rule.evaluate(workload), workload) for r in path.may_reuse}
     must = {key: _ordered(names, workload) for key, names in path_must_reuse(path, workload).items()}
+    limits: dict[tuple[str, str], list] = {}
+    for level, axis, rule in path.loop_bounds:
+        limits.setdefault((level, axis), []).append(rule.bind(workload))
     levels = []
     for lv in path.architecture.levels:
         mesh = tuple(replace(a, may_reuse=(bound[(lv.name, a.name)] or ("none",)) if (lv.name, a.name) in bound
-                             else a.may_reuse, must_reuse=must.get((lv.name, a.name), ())) for a in lv.mesh)
+                             else a.may_reuse, must_reuse=must.get((lv.name, a.name), ()),
+                             split_bounds=a.split_bounds + tuple(limits.get((lv.name, a.name), ()))) for a in lv.mesh)
         levels.append(replace(lv, mesh=mesh))
     return replace(path.architecture, levels=tuple(levels))
 

@@ -28,6 +28,8 @@ from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Link, MeshAxis, SplitBound  # noqa: E402
+from mapsearch.spec.tree import tree_from_text  # noqa: E402
+from mapsearch.spec.tree_paths import flatten, path_architecture  # noqa: E402
 from tests.solve.test_spatial_vs_brute_force import arch, conv1d, matmul  # noqa: E402
 
 FAST = Link(Fraction(1, 16), Fraction(1, 16))
@@ -105,3 +107,48 @@ def test_split_bound_rules_and_their_text() -> None:
     assert SplitBound(("k",), ">=", 2).holds({}) is False
     with pytest.raises(ValueError, match="split bound operator '=<'"):
         SplitBound(("k",), "=<", 2)
+
+
+TREE = """\
+arch:
+  nodes:
+  - !Memory {{name: L1, size: inf}}
+  - !Memory
+    name: L0
+    size: 3
+    input_clocks_per_word: 1/16
+    output_clocks_per_word: 1/16
+    spatial:
+    - {{name: x, fanout: 4, may_reuse: All, loop_bounds: [{bounds}]}}
+  - !Compute {{name: mac, clocks_per_call: 4}}
+"""
+
+
+def test_tree_loop_bounds_reach_the_solver() -> None:
+    tree = tree_from_text(TREE.format(bounds="{expression: ~k, operator: ==, value: 1}, "
+                                             "{expression: k, operator: '>=', value: 2}"), "t.yaml")
+    (path,) = flatten(tree)
+    w = matmul(4, 4, 4)
+    a = path_architecture(path, w)
+    assert [(r.dims, r.operator, r.value) for r in a.levels[1].mesh[0].split_bounds] == [
+        (("m", "n"), "==", 1), (("k",), ">=", 2)]
+    result = solved(w, a)
+    assert set(axis_factors(result)) == {"k"} and result.phases[0].value == 64
+    assert tuple(p.value for p in result.phases) == bfs.brute_force_spatial(w, a).value
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ("{expression: ~x, operator: ==, value: 1}", "t.yaml:10:72: arch.nodes[1].spatial[0].loop_bounds[0].expression: "
+                                                 "unknown dimension 'x'; the workload's dimensions are m, n, k (in '~x')"),
+    ("{expression: input, operator: ==, value: 1}", "expected dimension names, All or Nothing, got the tensor role"),
+    ("{expression: m, operator: '=<', value: 1}", "expected operator: one of ==, <=, >=, <, >, product=="),
+    ("{expression: m, operator: ==, value: -1}", "expected value: int >= 0, got -1"),
+    ("{expression: m, operator: ==, valu: 1}", "unknown field of a loop bound (did you mean 'value'?)"),
+])
+def test_a_bad_tree_loop_bound_is_one_line_at_its_place(bounds, message) -> None:
+    from mapsearch.spec.tree_yaml import TreeError
+
+    with pytest.raises(TreeError) as e:
+        (path,) = flatten(tree_from_text(TREE.format(bounds=bounds), "t.yaml"))
+        path_architecture(path, matmul(4, 4, 4))
+    assert message in str(e.value) and "\n" not in str(e.value)

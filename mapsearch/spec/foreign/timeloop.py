@@ -23,15 +23,19 @@ Constraints (on a node as ``constraints: {dataspace, temporal, spatial}``, or
 (exact). A temporal ``permutation`` naming every dimension becomes the loop
 order of the level whose loops it is (Timeloop lists inner to outer), and
 ``factors`` at the innermost storage become its tile extents. Other mapping
-constraints (partial permutations, factors above the innermost storage,
-spatial factors and splits) are mapper restrictions mapsearch cannot state:
-they are left out with a note, so mapsearch searches a wider space.
+constraints (partial permutations, factors above the innermost storage) are
+mapper restrictions mapsearch cannot state: they are left out with a note,
+so mapsearch searches a wider space. A ``spatial`` constraint on a
+``!Container`` becomes split bounds on its mesh axes (the split's X/Y
+assignment, factors: timeloop_constraints.spatial_bounds); on a storage it
+is left out with a note.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any, Mapping
 
 from mapsearch.spec.foreign.accelforge_parts import FREE, Port, join_ports
@@ -149,7 +153,10 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     targets += list(_constraint_targets(more_constraints or {}, source))
     notes: list[str] = []
     names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
-    keep, extra = apply_targets(targets, names, w, source, notes)
+    containers = {body["name"]: tuple(a.name.removeprefix(f"{body['name']}_")
+                                      for a in _mesh(body, field, source, Where(source, line, 1, field), w.tensor_names))
+                  for kind, body, field, line in flat if kind == "Container"}
+    keep, extra, bounds = apply_targets(targets, names, w, source, notes, containers)
     nodes = []
     pending: list[SpatialAxis] = []
     parent: Port | None = None
@@ -157,7 +164,8 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     for kind, body, field, line in flat:
         where = Where(source, line, 1, field)
         if kind == "Container":
-            pending += _mesh(body, field, source, where, tensors)
+            pending += [replace(a, split_bounds=tuple(bounds.get((body["name"], a.name.removeprefix(f"{body['name']}_")), ())))
+                        for a in _mesh(body, field, source, where, tensors)]
             continue
         if (kind, body) == ("Component", compute[1]):
             break

@@ -11,8 +11,9 @@ one point). The rest is a note: mapsearch searches a wider space.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
+from mapsearch.spec.architecture import SplitBound
 from mapsearch.spec.foreign.common import bad
 from mapsearch.spec.workload import Workload
 
@@ -55,26 +56,86 @@ def _permutation(raw: Any, dims: tuple[str, ...], source: str, field: str) -> li
     return _names(raw, source, field)
 
 
-def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workload, source: str,
-                  notes: list[str]) -> tuple[dict[str, tuple], Any]:
-    """``({storage: (keep set, bypass set)}, Constraints or None)``; what is left out goes to ``notes``."""
-    from mapsearch.spec.constraints import Constraints, TileLimit
+def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, field: str,
+                   notes: list[str]) -> dict[str, list[SplitBound]]:
+    """The split bounds per mesh axis (``"X"``, ``"Y"``: those with a fanout above 1) of a spatial constraint
+    on a ``!Container``.
 
-    from mapsearch.spec.foreign.operands import window_dims
+    Exact parts: ``permutation`` naming every dimension of extent above 1
+    with ``split`` puts the first ``split`` dimensions on X and the rest on
+    Y, so a dimension may not be split on the other axis (bound 1 there,
+    also when that axis has no fanout); a factor ``d=1`` forbids splitting
+    ``d`` here; ``d=v``, ``d<=v``, ``d>=v`` bound ``d``'s parts on its axis
+    (the container's one axis, or the one ``split`` gives it). Left out with
+    a note: a factor ``d=0`` (Timeloop's "the rest"), a factor whose axis is
+    not known, other keys.
+    """
+    out: dict[str, list[SplitBound]] = {a: [] for a in axes}
+    if not axes:
+        return out
+    dims = w.dims
+    moving = [d for d in dims if w.extent[d] > 1]
+    perm = _permutation(t.get("permutation"), dims, source, f"{field}.permutation")
+    split = t.get("split")
+    if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
+        raise bad(source, f"{field}.split", "int >= 0", split)
+    on: dict[str, str] = {}
+    if perm and split is not None and set(moving) <= set(perm):
+        on = {d: ("X" if k < split else "Y") for k, d in enumerate(perm) if d in dims}
+        for a in axes:
+            others = tuple(d for d in dims if d in on and on[d] != a)
+            if others:
+                out[a].append(SplitBound(others, "==", 1))
+    elif perm or split is not None:
+        notes.append(f"{source}: {field}: a spatial permutation/split that does not name every dimension: left out")
+    dropped = []
+    for d, op, v in _factors(t.get("factors"), source, f"{field}.factors"):
+        if d not in dims:
+            continue
+        if op == "=" and v == 1:
+            for a in axes:
+                out[a].append(SplitBound((d,), "==", 1))
+            continue
+        if v == 0 or (d not in on and len(axes) > 1):
+            dropped.append(f"{d}{op}{v}")
+            continue
+        # d's axis; where the split puts it on an axis without fanout, the split rule holds its bound at 1 on
+        # the container's other axis, so the comparison there is the one for a bound of 1.
+        axis = on.get(d) if on.get(d) in out else axes[0]
+        out[axis].append(SplitBound((d,), "==" if op == "=" else op, v))
+    if dropped:
+        notes.append(f"{source}: {field}.factors: {' '.join(dropped)}: a spatial factor of 0 (the rest) or on an "
+                     f"axis the constraint does not fix: left out")
+    for key in set(t) - {"target", "type", "factors", "permutation", "split"}:
+        notes.append(f"{source}: {field}.{key}: left out")
+    return out
+
+
+def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workload, source: str,
+                  notes: list[str], containers: Mapping[str, tuple[str, ...]] | None = None
+                  ) -> tuple[dict[str, tuple], Any, dict[tuple[str, str], list[SplitBound]]]:
+    """``({storage: (keep set, bypass set)}, Constraints or None, {(container, axis): split bounds})``; what is
+    left out goes to ``notes``. ``containers``: per ``!Container`` name, its mesh axes with a fanout above 1."""
+    from mapsearch.spec.constraints import Constraints, TileLimit
 
     tensors = set(w.tensor_names)
     dims = w.dims
-    window = window_dims(w.einsum, w.extent)
     keep: dict[str, tuple[frozenset, frozenset]] = {}
     orders, tiles = [], []
     # ``storages`` ends with the operand level under the compute: the innermost storage's child.
     children = {s: storages[i + 1] for i, s in enumerate(storages[:-1])}
     innermost = storages[-2]
     storages = storages[:-1]
+    containers = containers or {}
+    bounds: dict[tuple[str, str], list[SplitBound]] = {}
     for t, field in targets:
         if not isinstance(t, dict):
             raise bad(source, field, "a mapping with target and type", t)
         target, kind = t.get("target"), t.get("type")
+        if kind == "spatial" and target in containers:
+            for axis, rules in spatial_bounds(t, containers[target], w, source, field, notes).items():
+                bounds.setdefault((target, axis), []).extend(rules)
+            continue
         if kind in ("spatial", "utilization", "parallel"):
             notes.append(f"{source}: {field}: {kind} constraints restrict the mapper's fanout use; mapsearch "
                          f"searches every split: left out")
@@ -102,10 +163,7 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
             for d, op, v in _factors(t.get("factors"), source, f"{field}.factors"):
                 if d not in dims or (v == 1 and dict(w.extents)[d] == 1):
                     continue  # a dimension this problem does not have, or one of extent 1
-                if d in window and v != w.extent[d]:
-                    notes.append(f"{source}: {field}.factors: {d}{op}{v}: mapsearch keeps the convolution window "
-                                 f"dimension {d} whole at every level (its search family): left out")
-                elif op == "=" and target == innermost:
+                if op == "=" and target == innermost:
                     tiles.append(TileLimit(target, d, v, v))
                 else:
                     dropped.append(f"{d}{op}{v}")
@@ -115,4 +173,4 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
         else:
             raise bad(source, f"{field}.type", "temporal, spatial, dataspace or bypass", kind)
     constraints = Constraints("timeloop constraints", tuple(tiles), tuple(orders)) if tiles or orders else None
-    return keep, constraints
+    return keep, constraints, bounds

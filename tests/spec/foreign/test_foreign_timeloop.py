@@ -41,8 +41,14 @@ def test_eyeriss_like_capacities_bandwidths_and_meshes():
     # A full temporal permutation orders the child's loops (Timeloop lists inner to outer).
     assert ("weights_spad", ("S", "R", "Q", "P", "C", "M", "N")) in fa.constraints.orders
     limits = {(t.level, t.dim): (t.lo, t.hi) for t in fa.constraints.tiles}
-    assert limits == {("psum_spad", "C"): (1, 1), ("psum_spad", "P"): (1, 1), ("psum_spad", "Q"): (1, 1)}
-    assert any("spatial constraints restrict the mapper's fanout use" in n for n in fa.notes)
+    assert limits == {("psum_spad", "C"): (1, 1), ("psum_spad", "P"): (1, 1), ("psum_spad", "Q"): (1, 1),
+                      ("psum_spad", "R"): (1, 1)}  # a window dimension's tile: windows are split (issue 15)
+    # The containers' spatial constraints become split bounds: PE_column (meshX 14, split 7: every dimension on X)
+    # splits only M and Q; PE (meshY 12, split 4: N, P, Q, R on its X of fanout 1) splits only S, C, M on Y.
+    bounds = {a.name: [(r.dims, r.operator, r.value) for r in a.split_bounds] for a in levels["ifmap_spad"].mesh}
+    assert bounds["PE_column_X"] == [((d,), "==", 1) for d in "NCPRS"]
+    assert bounds["PE_Y"] == [(("N", "Q", "P", "R"), "==", 1)] + [((d,), "==", 1) for d in "NPQR"]
+    assert not any("spatial" in n for n in fa.notes)
 
 
 def test_eyeriss_like_solves_a_small_layer_and_honours_the_constraints():
@@ -52,8 +58,37 @@ def test_eyeriss_like_solves_a_small_layer_and_honours_the_constraints():
     assert "Weights" not in keep["shared_glb"] and {"Inputs", "Outputs"} <= keep["shared_glb"]
     psum = next(lv for lv in s.levels if lv.level == "psum_spad")
     assert dict(psum.tile)["P"] == dict(psum.tile)["Q"] == dict(psum.tile)["C"] == 1
+    assert dict(psum.tile)["R"] == 1  # Timeloop's psum_spad factor R=1
+    splits = {(sp.dim, sp.axis) for lv in s.levels for sp in lv.spatial}
+    assert all((axis == "PE_column_X" and d in "MQ") or (axis == "PE_Y" and d in "SCM") for d, axis in splits)
     # 192 MACs over the PE array: 24 calls on the busiest PE is the time (compute bound).
     assert s.predicted.time == 24 and s.predicted.macs == 192
+
+
+@pytest.mark.parametrize("constraint, bounds, note", [
+    # One axis: a factor above 1 bounds the parts of its dimension there.
+    ("{target: PE_column, type: spatial, factors: [M=2, Q<=1]}", {"PE_column_X": [(("M",), "==", 2), (("Q",), "<=", 1)]},
+     None),
+    # M>=2 on PE, whose split puts M on X (no fanout): a bound of 1 must meet it, on the one axis PE has.
+    ("{target: PE, type: spatial, permutation: [M, N, P, Q, R, S, C], split: 1, factors: [M>=2]}",
+     {"PE_Y": [(("M",), "==", 1), (("M",), ">=", 2)]}, None),
+    ("{target: PE, type: spatial, factors: [M=0]}", {}, "M=0: a spatial factor of 0 (the rest)"),
+    ("{target: PE, type: spatial, permutation: [M, C], split: 1}", {}, "does not name every dimension: left out"),
+])
+def test_a_container_spatial_constraint_becomes_split_bounds(tmp_path, constraint, bounds, note):
+    text = ARCH.read_text()
+    for block in ("        permutation: [N, C, P, R, S, Q, M]\n        factors: [N=1, C=1, P=1, R=1, S=1]\n        split: 7\n",
+                  "        split: 4\n        permutation: [N, P, Q, R, S, C, M]\n        factors: [N=1, P=1, Q=1, R=1]\n"):
+        assert block in text
+        text = text.replace(block, "        {}\n")
+    path = tmp_path / "a.yaml"
+    path.write_text(text + f"constraints:\n  targets:\n  - {constraint}\n")
+    fa = load_foreign_arch(path, load_foreign_workload(PROBLEM))
+    (flat,) = flatten(fa.tree)
+    got = {a.name: [(r.dims, r.operator, r.value) for r in a.split_bounds]
+           for lv in flat.architecture.levels for a in lv.mesh if a.split_bounds}
+    assert got == bounds
+    assert note is None or any(note in n for n in fa.notes)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -28,7 +28,11 @@ at its default position, and uses the better schedule as a warm start
    near it (21,168 on the 3x3 layer): so both are searched, each on its own,
    and the better schedule starts the full search. Only where the narrow
    schedule idles the array (:func:`_idles_the_array`): elsewhere its time
-   served the full search better.
+   served the full search better. Where the narrow family cannot fill the
+   array whatever it finds (:func:`_narrow_idles_the_array`, a floor of its
+   time), the coarse family is searched first, with the larger share: on
+   conv1 under a 10 or 15 s limit the narrow search's half of the time
+   left the coarse one too little to find anything.
 
 On a large array without windows (:func:`families`) the narrow family is the
 full one, and only the coarse family is searched first: there the full
@@ -140,16 +144,23 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
     """
     if "narrow" not in families(problem, options):
         return _first(problem, options, started, solve_family, "coarse", COARSE_ALONE_SHARE)
-    narrow = _first(problem, options, started, solve_family, "narrow", TIME_SHARE)
-    if budget.stopped():
-        return narrow
-    if narrow is not None and not _idles_the_array(narrow, problem):
-        log.info("the narrow family's schedule starts the full search (its time is within %dx the floor: the "
-                 "coarse family is not searched)", COARSE_ABOVE_FLOOR)
-        return narrow
-    # Not started from the narrow schedule: hinted with it, the coarse search of the 3x3 layer stayed near it
-    # (21,168 clocks against 2,620 without it, work limit 5).
-    coarse = _first(problem, options, started, solve_family, "coarse", COARSE_SHARE)
+    if _narrow_idles_the_array(problem):
+        # Its schedule would idle the array whatever it is: the coarse family gets the larger share, first.
+        log.info("the narrow family cannot fill the array (its time floor is at least %dx the floor): the coarse "
+                 "family is searched first", COARSE_ABOVE_FLOOR)
+        coarse = _first(problem, options, started, solve_family, "coarse", TIME_SHARE)
+        narrow = None if budget.stopped() else _first(problem, options, started, solve_family, "narrow", COARSE_SHARE)
+    else:
+        narrow = _first(problem, options, started, solve_family, "narrow", TIME_SHARE)
+        if budget.stopped():
+            return narrow
+        if narrow is not None and not _idles_the_array(narrow, problem):
+            log.info("the narrow family's schedule starts the full search (its time is within %dx the floor: the "
+                     "coarse family is not searched)", COARSE_ABOVE_FLOOR)
+            return narrow
+        # Not started from the narrow schedule: hinted with it, the coarse search of the 3x3 layer stayed near it
+        # (21,168 clocks against 2,620 without it, work limit 5).
+        coarse = _first(problem, options, started, solve_family, "coarse", COARSE_SHARE)
     best = narrow if coarse is None or (narrow is not None and _values(narrow) <= _values(coarse)) else coarse
     if best is not None:
         log.info("the %s family's schedule starts the full search", "narrow" if best is narrow else "coarse")
@@ -188,6 +199,28 @@ def _idles_the_array(narrow, problem: Problem) -> bool:
     time = next((p.value for p in narrow.phases if p.name == "time"), None)
     floor = _contract_floors(problem)["time"]
     return time is None or time >= COARSE_ABOVE_FLOOR * floor
+
+
+def _narrow_idles_the_array(problem: Problem) -> bool:
+    """A floor of the narrow family's time is at least :data:`COARSE_ABOVE_FLOOR` times the contract's time floor,
+    so :func:`_idles_the_array` holds for whatever schedule it finds.
+
+    The narrow family splits no window dimension over a mesh axis, so at
+    most ``prod_{d not in a window} E_d`` instances have a part at any step
+    (a dimension has at most ``E_d`` non-empty parts); the op calls of any
+    schedule are at least ``prod_d ceil(E_d / b_d)`` (model/bounds.compute_time_floor),
+    and the busiest of those instances takes at least their average.
+    ResNet-50's conv1 on ``tpu-v4i-like``: n x k x c = 192 of 65,536 PEs,
+    a narrow floor of 614,656 clocks against the contract's 3,316.
+    """
+    windows, _, _ = split_windows(problem, frozenset(), None)
+    in_window = {d for win in windows for d in win.dims}
+    arch = problem.architecture
+    busy = min(math.prod(level.instances for level in arch.levels),
+               math.prod(e for d, e in problem.workload.extents if d not in in_window))
+    calls = math.prod(-(-e // arch.compute.block_extent(d)) for d, e in problem.workload.extents)
+    narrow_floor = Fraction(-(-calls // busy)) * arch.compute.clocks_per_call
+    return narrow_floor >= COARSE_ABOVE_FLOOR * _contract_floors(problem)["time"]
 
 
 _FAMILIES = {"narrow": "narrow family (windows unsplit over mesh axes, default positions)",

@@ -120,10 +120,11 @@ def test_the_start_is_the_better_first_schedule_and_the_solve_still_finds_the_wi
     assert (result.schedule.predicted.time, result.schedule.predicted.words_total) <= start
 
 
-def test_first_families_without_a_schedule_give_no_start(caplog) -> None:
+def test_first_families_without_a_schedule_give_no_start(caplog, monkeypatch) -> None:
     """A first search's infeasibility or timeout is not the problem's: no start, the reason logged."""
     from mapsearch.errors import InfeasibleError, SolverTimeout
 
+    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     for error in (InfeasibleError("no schedule in the narrow family"), SolverTimeout("no schedule in 0.1 s")):
         def fails(_options, _family, error=error):
@@ -151,7 +152,8 @@ def test_the_narrow_schedule_is_the_start_where_the_coarse_family_has_none() -> 
     assert found.family_restrictions == (narrow.NARROW_ONLY,) and found.phases[0].value == 12
 
 
-def test_the_first_searches_get_shares_of_the_time_left() -> None:
+def test_the_first_searches_get_shares_of_the_time_left(monkeypatch) -> None:
+    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     search = _search_family(p)
@@ -227,6 +229,7 @@ def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch
         return found
 
     monkeypatch.setattr(run, "_search", narrow_then_stop)
+    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
     result = solve(Problem(ROW_STATIONARY, PE_ARRAY), options=OPTIONS)
     assert searched == ["narrow"]  # neither the coarse nor the full search ran
     assert result.interrupted and result.status == "FEASIBLE"
@@ -321,9 +324,9 @@ def test_the_coarse_family_is_searched_only_where_the_narrow_schedule_idles_the_
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     search = _search_family(p)
-    monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 6)  # 12 >= 6 x 2: still searched
+    monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 6)  # 12 >= 6 x 2: still searched, and first (below)
     narrow.first_schedule(p, OPTIONS, time.perf_counter(), lambda o, family: seen.append(family) or search(o, family))
-    assert seen == ["narrow", "coarse"]
+    assert seen == ["coarse", "narrow"]
     seen.clear()
     monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 7)
     found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
@@ -379,3 +382,32 @@ def test_a_large_array_without_windows_starts_from_the_coarse_family_alone(monke
     assert result.status == plain.status and result.status.startswith("OPTIMAL")
     assert [ph.value for ph in result.phases] == [ph.value for ph in plain.phases]
     assert [ph.value for ph in result.phases] <= [ph.value for ph in found.phases]
+
+
+def test_a_narrow_family_that_cannot_fill_the_array_goes_second() -> None:
+    """On the row-stationary case the narrow family splits only k (2 of 12 PEs) over the mesh: its time is at
+    least 24 MACs / 2 = 12 clocks, 6x the contract's floor of 2, whatever it finds. So the coarse family is
+    searched first with the larger share, and the narrow one after it with a share of what is left."""
+    seen = []
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    assert narrow._narrow_idles_the_array(p)
+    search = _search_family(p)
+    found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
+                                  lambda o, family: seen.append((o, family)) or search(o, family))
+    assert found is not None and found.phases[0].value == 2  # the coarse family's
+    assert [family for _, family in seen] == ["coarse", "narrow"]
+    assert 40 * narrow.TIME_SHARE - 1 < seen[0][0].time_limit <= 40 * narrow.TIME_SHARE
+    assert (40 - 10) * narrow.COARSE_SHARE < seen[1][0].time_limit <= 40 * narrow.COARSE_SHARE
+
+
+@pytest.mark.parametrize("preset, idles", [("tpu-v4i-like", True), ("eyeriss-like", False)])
+def test_the_narrow_floor_of_resnet_conv1(preset, idles) -> None:
+    """ResNet-50's conv1 (7x7 stride 2): n x k x c = 192 instances at most without splitting a window dimension;
+    on tpu-v4i-like's 65,536 PEs that floor is 118,013,952 MACs / 192 = 614,656 clocks (what the narrow search proves) against the contract's 3,316;
+    eyeriss-like's 168 PEs are all within reach."""
+    from mapsearch.presets import load_preset
+    from mapsearch.spec.workload import Workload
+
+    w = Workload.from_text("conv1", "O[n,k,p,q] += I[n,c,p*2+r,q*2+s] * W[k,c,r,s]",
+                           dict(n=1, k=64, c=3, p=112, q=112, r=7, s=7))
+    assert narrow._narrow_idles_the_array(Problem(w, load_preset(preset))) is idles

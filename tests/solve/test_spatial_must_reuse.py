@@ -75,20 +75,24 @@ def test_must_reuse_on_one_axis_of_two() -> None:
     assert result.phases[0].value == 64
 
 
-def test_tree_must_reuse_reaches_the_solver() -> None:
-    tree = tree_from_text("""\
+# A tree of the case above; ``fanout``: the fields of its one fanout dimension.
+TREE = """\
 arch:
   nodes:
-  - !Memory {name: L1, size: inf}
+  - !Memory {{name: L1, size: inf}}
   - !Memory
     name: L0
     size: 3
     input_clocks_per_word: 1/16
     output_clocks_per_word: 1/16
     spatial:
-    - {name: x, fanout: 4, may_reuse: All, must_reuse: input}
-  - !Compute {name: mac, clocks_per_call: 4}
-""", "t.yaml")
+    - {{{fanout}}}
+  - !Compute {{name: mac, clocks_per_call: 4}}
+"""
+
+
+def test_tree_must_reuse_reaches_the_solver() -> None:
+    tree = tree_from_text(TREE.format(fanout="name: x, fanout: 4, may_reuse: All, must_reuse: input"), "t.yaml")
     (path,) = flatten(tree)
     w = matmul(4, 4, 4)
     a = path_architecture(path, w)

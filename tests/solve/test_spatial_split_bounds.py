@@ -30,6 +30,7 @@ from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Link, MeshAxis, SplitBound  # noqa: E402
 from mapsearch.spec.tree import tree_from_text  # noqa: E402
 from mapsearch.spec.tree_paths import flatten, path_architecture  # noqa: E402
+from tests.solve.test_spatial_must_reuse import TREE  # noqa: E402
 from tests.solve.test_spatial_vs_brute_force import arch, conv1d, matmul  # noqa: E402
 
 FAST = Link(Fraction(1, 16), Fraction(1, 16))
@@ -109,25 +110,14 @@ def test_split_bound_rules_and_their_text() -> None:
         SplitBound(("k",), "=<", 2)
 
 
-TREE = """\
-arch:
-  nodes:
-  - !Memory {{name: L1, size: inf}}
-  - !Memory
-    name: L0
-    size: 3
-    input_clocks_per_word: 1/16
-    output_clocks_per_word: 1/16
-    spatial:
-    - {{name: x, fanout: 4, may_reuse: All, loop_bounds: [{bounds}]}}
-  - !Compute {{name: mac, clocks_per_call: 4}}
-"""
+def tree(bounds: str) -> str:
+    """The must_reuse tests' tree with ``loop_bounds: [bounds]`` on its fanout dimension."""
+    return TREE.format(fanout=f"name: x, fanout: 4, may_reuse: All, loop_bounds: [{bounds}]")
 
 
 def test_tree_loop_bounds_reach_the_solver() -> None:
-    tree = tree_from_text(TREE.format(bounds="{expression: ~k, operator: ==, value: 1}, "
-                                             "{expression: k, operator: '>=', value: 2}"), "t.yaml")
-    (path,) = flatten(tree)
+    (path,) = flatten(tree_from_text(tree("{expression: ~k, operator: ==, value: 1}, "
+                                          "{expression: k, operator: '>=', value: 2}"), "t.yaml"))
     w = matmul(4, 4, 4)
     a = path_architecture(path, w)
     assert [(r.dims, r.operator, r.value) for r in a.levels[1].mesh[0].split_bounds] == [
@@ -149,6 +139,6 @@ def test_a_bad_tree_loop_bound_is_one_line_at_its_place(bounds, message) -> None
     from mapsearch.spec.tree_yaml import TreeError
 
     with pytest.raises(TreeError) as e:
-        (path,) = flatten(tree_from_text(TREE.format(bounds=bounds), "t.yaml"))
+        (path,) = flatten(tree_from_text(tree(bounds), "t.yaml"))
         path_architecture(path, matmul(4, 4, 4))
     assert message in str(e.value) and "\n" not in str(e.value)

@@ -37,8 +37,8 @@ a view into selects between the tables.
 
 from __future__ import annotations
 
-import itertools
 import math
+
 
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.encoding import Encoding, Literal, Q, negate
@@ -187,23 +187,67 @@ def unmeetable_split_bounds(p: Problem):
     / P)`` with the tile above ``T`` equal to it and parts of 1). So when no
     assignment ``f_d`` in ``1..min(E_d, size)`` of the dimensions a bound
     names (the others at 1) with ``prod f_d <= size`` meets the axis's
-    bounds, no schedule exists, whatever the searched family.
+    bounds, no schedule exists, whatever the searched family. Where the
+    search for such an assignment would pass :data:`_FACTORINGS_LIMIT`
+    tuples, nothing is claimed (None).
     """
     w = p.workload
     for lv in p.architecture.levels:
         for axis in lv.mesh:
-            named = sorted({d for rule in axis.split_bounds for d in rule.dims})
             if not axis.split_bounds:
                 continue
-            ranges = [range(1, min(w.extent[d], axis.size) + 1) for d in named]
-            meets = any(math.prod(f) <= axis.size and all(rule.holds(dict(zip(named, f))) for rule in axis.split_bounds)
-                        for f in itertools.product(*ranges))
-            if not meets:
-                rules = "; ".join(str(rule) for rule in axis.split_bounds)
-                name = f"loop bounds of mesh axis {axis.name} of {lv.name}"
-                return InfeasibleError(f"infeasible: {name} conflict: no split of at most {axis.size} instances "
-                                       f"meets {rules}", (name,))
+            if _some_split_meets(axis, w):
+                continue
+            rules = "; ".join(str(rule) for rule in axis.split_bounds)
+            name = f"loop bounds of mesh axis {axis.name} of {lv.name}"
+            return InfeasibleError(f"infeasible: {name} conflict: no split of at most {axis.size} instances "
+                                   f"meets {rules}", (name,))
     return None
+
+
+# Factor tuples tried by unmeetable_split_bounds before it gives up claiming anything.
+_FACTORINGS_LIMIT = 1_000_000
+
+
+def _some_split_meets(axis, w) -> bool:
+    """Whether some factors of the dimensions ``axis``'s bounds name meet them with their product within its size
+    (True also where the search passes :data:`_FACTORINGS_LIMIT` tuples: nothing is claimed then).
+
+    A per-dimension rule restricts its dimension's own factor; a dimension in
+    no product rule then takes its least allowed factor (a larger one only
+    grows the product), so only the dimensions of product rules are
+    enumerated, with the product within the size.
+    """
+    named = sorted({d for rule in axis.split_bounds for d in rule.dims})
+    allowed = {d: [f for f in range(1, min(w.extent[d], axis.size) + 1)
+                   if all(rule.holds({d: f}) for rule in axis.split_bounds
+                          if not rule.operator.startswith("product") and d in rule.dims)] for d in named}
+    if any(not values for values in allowed.values()):
+        return False
+    in_products = sorted({d for rule in axis.split_bounds if rule.operator.startswith("product") for d in rule.dims})
+    fixed = {d: allowed[d][0] for d in named if d not in in_products}
+    room = axis.size // math.prod(fixed.values())
+    if room < 1:
+        return False
+    products = [rule for rule in axis.split_bounds if rule.operator.startswith("product")]
+    for tried, f in enumerate(_factorings([allowed[d] for d in in_products], room)):
+        if tried >= _FACTORINGS_LIMIT:
+            return True
+        if all(rule.holds(dict(zip(in_products, f))) for rule in products):
+            return True
+    return False
+
+
+def _factorings(values: list[list[int]], size: int):
+    """Every tuple ``f`` with ``f[n]`` in ``values[n]`` (ascending) and ``prod f <= size``."""
+    if not values:
+        yield ()
+        return
+    for first in values[0]:
+        if first > size:
+            break
+        for rest in _factorings(values[1:], size // first):
+            yield (first,) + rest
 
 
 def _comparison(expr, op: str, value: int):

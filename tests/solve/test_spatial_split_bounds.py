@@ -25,6 +25,7 @@ import brute_force_spatial as bfs  # noqa: E402
 from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
+from mapsearch.model.spatial import unmeetable_split_bounds  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
 from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import Link, MeshAxis, SplitBound  # noqa: E402
@@ -142,3 +143,28 @@ def test_a_bad_tree_loop_bound_is_one_line_at_its_place(bounds, message) -> None
         (path,) = flatten(tree_from_text(tree(bounds), "t.yaml"))
         path_architecture(path, matmul(4, 4, 4))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("rules, meets", [
+    ((SplitBound(("m", "n", "k"), "product>=", 5),), False),  # at most 4 instances
+    ((SplitBound(("m", "n", "k"), "product==", 4),), True),
+    ((SplitBound(("m",), ">=", 2), SplitBound(("n",), ">=", 3)), False),  # 2 x 3 > 4
+    ((SplitBound(("m",), ">=", 2), SplitBound(("n",), ">=", 2)), True),
+    ((SplitBound(("m",), ">", 4),), False),  # m has 4 elements
+    ((SplitBound(("m", "n"), "<", 1),), False),
+    ((SplitBound(("m", "n"), "product<", 2), SplitBound(("k",), "==", 4)), True),
+])
+def test_the_outright_check_of_split_bounds_agrees_with_the_brute_force(rules, meets) -> None:
+    w, a = bounded(*rules)
+    assert (unmeetable_split_bounds(Problem(w, a)) is None) is meets
+    if not meets:  # no schedule of the brute force's family either
+        assert bfs.brute_force_spatial(w, a) is None
+
+
+def test_the_outright_check_reads_the_extents_on_a_large_axis() -> None:
+    # k, p, r (extents 2, 5, 3) on an axis of 16,384: their factors multiply to 30 at most, whatever the size.
+    w = conv1d(2, 5, 3)
+    big = MeshAxis("x", 16384, ("all",), split_bounds=(SplitBound(("k", "p", "r"), "product>", 30),))
+    assert unmeetable_split_bounds(Problem(w, arch([None, 16], 1, (big,), [None, FAST]))) is not None
+    big = MeshAxis("x", 16384, ("all",), split_bounds=(SplitBound(("k", "p", "r"), "product>", 29),))
+    assert unmeetable_split_bounds(Problem(w, arch([None, 16], 1, (big,), [None, FAST]))) is None

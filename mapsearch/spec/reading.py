@@ -56,7 +56,7 @@ def join_path(parts: Iterable[object], prefix: str = "") -> str:
     return out
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")  # \Z: "$" also matches before a final newline
 
 
 def fraction_to_json(value: Fraction | int) -> int | str:

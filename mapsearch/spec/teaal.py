@@ -73,7 +73,7 @@ _OP_CALL = re.compile(r"^\s*(?P<kind>[A-Za-z_]\w*)\s*\((?P<args>.*)\)\s*$")
 _OP_ARGS = re.compile(r"^\s*(?:(?P<leader>[A-Za-z_]\w*)\s*\.\s*)?(?P<n>[+-]?\d+)\s*$")
 _OP_KINDS = ("uniform_shape", "uniform_occupancy", "uniform_slice")
 _OP_SYNTAX = "uniform_shape(N), uniform_occupancy(LEADER.N), uniform_slice(N) or uniform_slice(LEADER.N) with N >= 1"
-_LOOP = re.compile(r"^([A-Z][A-Z_]*?)(\d*)$")
+_LOOP = re.compile(r"^([A-Z][A-Z_]*?)(\d*)\Z")
 
 
 class TeaalSyntaxError(ValueError):

@@ -64,8 +64,8 @@ from mapsearch.spec.tree_yaml import TAGS, TreeError, Where, _MDict, _MList, _pa
 __all__ = ["load_tree", "parse_tree", "tree_from_text", "is_tree_file"]
 
 
-_NAME = re.compile(r"^[^\s]+$")
-_DIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[^\s]+\Z")  # \Z: "$" also matches before a final newline
+_DIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _PRODUCT = re.compile(r"^\s*\d+(\s*\*\s*\d+)*\s*$")
 
 
@@ -329,7 +329,7 @@ class _Builder:
         fields = self.attributes(data, field, ("block", "block_roles", "clocks_per_call"))
         blocks: dict[str, tuple[tuple[str, int], ...]] = {"block": (), "block_roles": ()}
         for kind, keys, what in (("block", _DIM, "a dimension name (letters, digits, _)"),
-                                 ("block_roles", re.compile(r"^[mnk]$"), "a GEMM role: m, n or k")):
+                                 ("block_roles", re.compile(r"^[mnk]\Z"), "a GEMM role: m, n or k")):
             if kind not in fields:
                 continue
             value, at, holder, key = fields[kind]

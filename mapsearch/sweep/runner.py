@@ -71,7 +71,7 @@ class SweepOutcome:
     seconds: float
 
 
-_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}$")
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|ws|wss)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):[0-9]{1,5}\Z")
 
 
 def check_scheduler(address: str | None, option: str = "scheduler") -> None:

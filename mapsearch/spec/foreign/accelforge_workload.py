@@ -39,8 +39,8 @@ from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload,
 
 __all__ = ["AccelForgeWorkload", "accelforge_workload", "is_accelforge_workload"]
 
-_VAR = re.compile(r"^[a-z_][A-Za-z0-9_]*$")
-_RANK = re.compile(r"^[A-Z][A-Za-z0-9_]*$")
+_VAR = re.compile(r"^[a-z_][A-Za-z0-9_]*\Z")  # \Z: "$" also matches before a final newline
+_RANK = re.compile(r"^[A-Z][A-Za-z0-9_]*\Z")
 _BOUND = re.compile(r"^\s*0\s*<=\s*([A-Za-z_]\w*)\s*<\s*(\d+)\s*$")
 _STRING = re.compile(r"^\s*([A-Za-z_]\w*)\s*\[([^\]]*)\]\s*=(.*)$")
 _ACCESS = re.compile(r"([A-Za-z_]\w*)\s*\[([^\]]*)\]")

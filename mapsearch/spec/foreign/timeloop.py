@@ -47,7 +47,7 @@ from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload,
 
 __all__ = ["timeloop_problem", "timeloop_arch"]
 
-_DIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" also matches before a final newline
 
 
 def timeloop_problem(data: Mapping[str, Any], source: str, name: str) -> tuple[Workload, dict]:

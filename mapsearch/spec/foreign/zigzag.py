@@ -52,7 +52,7 @@ from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload,
 
 __all__ = ["zigzag_tree", "zigzag_workload"]
 
-_RELATION = re.compile(r"^(\w+)\s*=\s*(?:(\d+)\s*\*\s*)?(\w+)\s*\+\s*(?:(\d+)\s*\*\s*)?(\w+)$")
+_RELATION = re.compile(r"^(\w+)\s*=\s*(?:(\d+)\s*\*\s*)?(\w+)\s*\+\s*(?:(\d+)\s*\*\s*)?(\w+)\Z")
 _ACCESS = re.compile(r"(\w+)((?:\[\w*\])+)")
 
 

@@ -31,7 +31,7 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.solve.binding import Binding, binding_report
 from mapsearch.solve.space import SearchSpace, search_space
-from mapsearch.spec.constraints import Constraints
+from mapsearch.spec.constraints import Constraints, with_spatial_limits
 from mapsearch.model.overflow import contract_overflow
 from mapsearch.model.spatial import unmeetable_split_bounds
 from mapsearch.solve.explain import explain_infeasible
@@ -148,6 +148,10 @@ def solve(problem: Problem, constraints: Constraints = Constraints(), options: S
     below the fewest op calls' compute time), the full phase is skipped.
     """
     options = _within_parent(options)
+    if constraints.spatial:  # bounds on splits: the architecture's mesh axes carry them from here on
+        problem = dataclasses.replace(problem, architecture=with_spatial_limits(problem.architecture, constraints,
+                                                                                problem.workload))
+        constraints = dataclasses.replace(constraints, spatial=())
     if problem.architecture.compute.block_roles or options.block_binding:
         # An op given in GEMM roles: every binding, each solved here (imported here: that module uses this one).
         from mapsearch.solve.block_roles import solve_bindings

@@ -11,6 +11,10 @@ YAML (all sections optional; levels by name, or ``innermost`` / ``outermost``)::
       L1: {A: true, B: false}
     stationary:                 # the tensor's tile stays across the level's innermost loop
       - {tensor: weights, level: innermost}
+    spatial:                    # bounds on the splits over a level's mesh axes (AccelForge's loop_bounds)
+      PE:
+        x: [{expression: ~p, operator: ==, value: 1}]     # only p is split along x
+        y: [{expression: r, operator: <=, value: 3}]      # r in at most 3 parts along y
 
 Tensor roles usable instead of names: ``output``, ``weights`` (the last
 input), ``inputs`` (the first input).
@@ -18,12 +22,12 @@ input), ``inputs`` (the first input).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mapsearch.errors import SpecError
 from mapsearch.spec import limits
-from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.architecture import SPLIT_BOUND_OPERATORS, Architecture, SplitBound
 from mapsearch.spec.workload import Workload
 
 
@@ -36,12 +40,25 @@ class TileLimit:
 
 
 @dataclass(frozen=True)
+class SpatialLimit:
+    """A bound on the splits along one mesh axis of a level: ``expression`` (a set of the workload's
+    dimensions) ``operator`` ``value``, as :class:`~mapsearch.spec.architecture.SplitBound` once bound."""
+
+    level: str
+    axis: str
+    expression: str
+    operator: str
+    value: int
+
+
+@dataclass(frozen=True)
 class Constraints:
     name: str = ""
     tiles: tuple[TileLimit, ...] = ()
     orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
     keep: tuple[tuple[str, str, bool], ...] = ()  # (level, tensor or role, keep?)
     stationary: tuple[tuple[str, str], ...] = ()  # (tensor or role, level)
+    spatial: tuple[SpatialLimit, ...] = ()
 
 
 def resolve_level(level: str, arch: Architecture, source: str, field: str) -> int:
@@ -88,7 +105,7 @@ def _positive_int(value: object, source: str, field: str) -> int:
 
 def constraints_from_dict(data: dict, source: str) -> Constraints:
     data = _mapping(data, source, "")
-    known = {"name", "description", "tiles", "orders", "keep", "stationary"}
+    known = {"name", "description", "tiles", "orders", "keep", "stationary", "spatial"}
     for key in data:
         if key not in known:
             raise SpecError(source, str(key), f"one of {sorted(known)}", key)
@@ -129,7 +146,80 @@ def constraints_from_dict(data: dict, source: str) -> Constraints:
         if set(item) != {"tensor", "level"}:
             raise SpecError(source, f"stationary[{n}]", "keys tensor and level", sorted(item))
         stationary.append((str(item["tensor"]), str(item["level"])))
-    return Constraints(str(data.get("name", "")), tuple(tiles), tuple(orders), tuple(keep), tuple(stationary))
+    return Constraints(str(data.get("name", "")), tuple(tiles), tuple(orders), tuple(keep), tuple(stationary),
+                       _spatial_limits(data.get("spatial", {}), source))
+
+
+def _spatial_limits(data: object, source: str) -> tuple[SpatialLimit, ...]:
+    """``spatial: {level: {axis: [{expression, operator, value}, ...]}}``."""
+    from mapsearch.spec.set_expr import SetExprError, parse_set_expr
+
+    out = []
+    for level, per_axis in _mapping(data, source, "spatial").items():
+        for axis, items in _mapping(per_axis, source, f"spatial.{level}").items():
+            field = f"spatial.{level}.{axis}"
+            if not isinstance(items, list):
+                raise SpecError(source, field, "a list of {expression, operator, value}", items)
+            for n, item in enumerate(items):
+                f = f"{field}[{n}]"
+                item = _mapping(item, source, f)
+                if set(item) != {"expression", "operator", "value"}:
+                    raise SpecError(source, f, "keys expression, operator and value", sorted(item))
+                expression = item["expression"]
+                if isinstance(expression, list) and expression and all(isinstance(d, str) for d in expression):
+                    expression = " | ".join(expression)
+                if not isinstance(expression, str):
+                    raise SpecError(source, f"{f}.expression", "a set of dimensions (names, ~, |, &, -, All)", expression)
+                try:
+                    parse_set_expr(expression)
+                except SetExprError as e:
+                    raise SpecError(source, f"{f}.expression", "a set of dimensions (names, ~, |, &, -, All)",
+                                    f"{expression} ({e.reason})") from None
+                if item["operator"] not in SPLIT_BOUND_OPERATORS:
+                    raise SpecError(source, f"{f}.operator", "one of " + ", ".join(SPLIT_BOUND_OPERATORS), item["operator"])
+                value = item["value"]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise SpecError(source, f"{f}.value", "int >= 0", limits.describe(value))
+                out.append(SpatialLimit(str(level), str(axis), expression, item["operator"], value))
+    return tuple(out)
+
+
+def spatial_bound(limit: SpatialLimit, w: Workload, source: str = "constraints") -> SplitBound:
+    """``limit`` bound to ``w``'s dimensions; a name that is not one of them is a SpecError."""
+    from mapsearch.spec.set_expr import SetExprError, UnknownTensor, evaluate, parse_set_expr
+
+    field = f"spatial.{limit.level}.{limit.axis}"
+    try:
+        names = evaluate(parse_set_expr(limit.expression), {d: False for d in w.dims}, limit.expression)
+    except UnknownTensor as e:
+        raise SpecError(source, field, f"a set of the dimensions of {w.name} {list(w.dims)}",
+                        f"{limit.expression} (unknown dimension {e.name!r})") from None
+    except SetExprError as e:
+        raise SpecError(source, field, f"a set of the dimensions of {w.name} {list(w.dims)}",
+                        f"{limit.expression} ({e.reason})") from None
+    return SplitBound(tuple(d for d in w.dims if d in names), limit.operator, limit.value)
+
+
+def with_spatial_limits(arch: Architecture, c: Constraints, w: Workload, source: str = "constraints") -> Architecture:
+    """``arch`` with the constraints' spatial limits added to its mesh axes' split bounds (the solver, its
+    infeasibility checks and the brute forces read them there)."""
+    if not c.spatial:
+        return arch
+    extra: dict[tuple[int, str], list[SplitBound]] = {}
+    for limit in c.spatial:
+        i = resolve_level(limit.level, arch, source, f"spatial.{limit.level}")
+        extra.setdefault((i, limit.axis), []).append(spatial_bound(limit, w, source))
+    levels = list(arch.levels)
+    for (i, axis), bounds in extra.items():
+        names = [a.name for a in levels[i].mesh]
+        if axis not in names:
+            raise SpecError(source, f"spatial.{levels[i].name}.{axis}",
+                            f"a mesh axis of {levels[i].name} {names}" if names else
+                            f"a level with mesh axes ({levels[i].name} has none)", axis)
+        mesh = tuple(replace(a, split_bounds=a.split_bounds + tuple(bounds)) if a.name == axis else a
+                     for a in levels[i].mesh)
+        levels[i] = replace(levels[i], mesh=mesh)
+    return replace(arch, levels=tuple(levels))
 
 
 def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: str = "constraints") -> None:
@@ -149,3 +239,4 @@ def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: s
     for n, (tensor, level) in enumerate(c.stationary):
         resolve_level(level, arch, source, f"stationary[{n}].level")
         resolve_tensor(tensor, w, source, f"stationary[{n}].tensor")
+    with_spatial_limits(arch, c, w, source)

@@ -168,3 +168,44 @@ def test_the_outright_check_reads_the_extents_on_a_large_axis() -> None:
     assert unmeetable_split_bounds(Problem(w, arch([None, 16], 1, (big,), [None, FAST]))) is not None
     big = MeshAxis("x", 16384, ("all",), split_bounds=(SplitBound(("k", "p", "r"), "product>", 29),))
     assert unmeetable_split_bounds(Problem(w, arch([None, 16], 1, (big,), [None, FAST]))) is None
+
+
+# --- the same bounds from a constraints file (spec/constraints.py, ``spatial``) -------------------------------
+
+CONSTRAINED = {"spatial": {"L0": {"x": [{"expression": "~k", "operator": "==", "value": 1},
+                                        {"expression": ["k"], "operator": ">=", "value": 2}]}}}
+
+
+def test_a_constraints_file_bounds_the_splits_as_the_architecture_would() -> None:
+    from mapsearch.spec.constraints import constraints_from_dict, with_spatial_limits
+
+    w, a = bounded()
+    c = constraints_from_dict(CONSTRAINED, "c.yaml")
+    bounded_arch = with_spatial_limits(a, c, w)
+    assert [(r.dims, r.operator, r.value) for r in bounded_arch.levels[1].mesh[0].split_bounds] == [
+        (("m", "n"), "==", 1), (("k",), ">=", 2)]
+    result = solve(Problem(w, a), c, options=SolveOptions(time_limit=60, workers=1, seed=0))
+    assert set(axis_factors(result)) == {"k"} and result.phases[0].value == 64
+    assert tuple(p.value for p in result.phases) == bfs.brute_force_spatial(w, bounded_arch).value
+    assert differences(result.schedule.predicted, bf.replay_figures(result.schedule)) == []
+
+
+@pytest.mark.parametrize("spatial, field, expected", [
+    ({"L0": {"x": [{"expression": "~k", "operator": "=<", "value": 1}]}}, "spatial.L0.x[0].operator", "one of =="),
+    ({"L0": {"x": [{"expression": "~k", "operator": "==", "value": -1}]}}, "spatial.L0.x[0].value", "int >= 0"),
+    ({"L0": {"x": [{"expression": "~k |", "operator": "==", "value": 1}]}}, "spatial.L0.x[0].expression",
+     "a set of dimensions"),
+    ({"L0": {"x": [{"expression": "~k", "operator": "=="}]}}, "spatial.L0.x[0]", "keys expression, operator and value"),
+    ({"L0": {"x": {"expression": "~k"}}}, "spatial.L0.x", "a list of {expression, operator, value}"),
+    ({"L0": {"z": [{"expression": "~k", "operator": "==", "value": 1}]}}, "spatial.L0.z", "a mesh axis of L0 ['x']"),
+    ({"L1": {"x": [{"expression": "~k", "operator": "==", "value": 1}]}}, "spatial.L1.x", "(L1 has none)"),
+    ({"L0": {"x": [{"expression": "~q", "operator": "==", "value": 1}]}}, "spatial.L0.x", "dimensions of mm"),
+])
+def test_a_bad_spatial_constraint_is_one_line_naming_its_field(spatial, field, expected) -> None:
+    from mapsearch.errors import SpecError
+    from mapsearch.spec.constraints import check_constraints, constraints_from_dict
+
+    w, a = bounded()
+    with pytest.raises(SpecError) as e:
+        check_constraints(constraints_from_dict({"spatial": spatial}, "c.yaml"), w, a, "c.yaml")
+    assert f"c.yaml: {field}:" in str(e.value) and expected in str(e.value) and "\n" not in str(e.value)

@@ -149,7 +149,7 @@ def add_split_bounds(enc: Encoding, lv: int) -> None:
     (a dimension no chain splits at ``s`` has ``b = 1``), and each bound
     ``(D, op, v)`` posts ``b[d, a] op v`` for every ``d`` in ``D``, or
     ``prod_{d in D} b[d, a] op v`` for a ``product`` operator. Chain pruning
-    compares chains only at equal factors (model/spatial_chains.py), so no
+    compares chains only at equal factors (model/dominance.py: the factors are in every signature), so no
     chain that satisfies a bound is pruned for one that does not. One guard
     literal per axis names the bounds in an infeasibility core.
     """

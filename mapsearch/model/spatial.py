@@ -168,14 +168,17 @@ def add_split_bounds(enc: Encoding, lv: int) -> None:
 
         for rule in axis.split_bounds:
             op = rule.operator.removeprefix("product")
+            # Bounds (and their products, within the axis by the mesh constraint) lie in 1..size: a value past
+            # size + 1 compares as size + 1 does, and CP-SAT takes no integer beyond 64 bits.
+            value = min(rule.value, axis.size + 1)
             terms = ([enc.product([bound(d) for d in rule.dims], f"bounds_{level.name}_{axis.name}")]
                      if rule.operator.startswith("product") else [bound(d) for d in rule.dims])
             for q in terms:
                 if q.is_const:
-                    if not compare_bound(int(q.expr), op, rule.value):
+                    if not compare_bound(int(q.expr), op, value):
                         enc.model.add_bool_or([negate(guard)])
                     continue
-                enc.model.add(_comparison(q.expr, op, rule.value)).only_enforce_if(guard)
+                enc.model.add(_comparison(q.expr, op, value)).only_enforce_if(guard)
 
 
 def unmeetable_split_bounds(p: Problem):

@@ -209,3 +209,13 @@ def test_a_bad_spatial_constraint_is_one_line_naming_its_field(spatial, field, e
     with pytest.raises(SpecError) as e:
         check_constraints(constraints_from_dict({"spatial": spatial}, "c.yaml"), w, a, "c.yaml")
     assert f"c.yaml: {field}:" in str(e.value) and expected in str(e.value) and "\n" not in str(e.value)
+
+
+def test_values_beyond_64_bits_compare_as_any_value_past_the_axis_does() -> None:
+    # A bound or product lies in 1..size: <= 10^30 holds for every split, >= 10^30 for none (CP-SAT takes no
+    # integer beyond 64 bits, so the model compares with size + 1).
+    w, a = bounded(SplitBound(("m", "n", "k"), "<=", 10**30))
+    assert solved(w, a).phases[0].value == 64
+    w, a = bounded(SplitBound(("k",), ">=", 10**30))
+    with pytest.raises(InfeasibleError, match="loop bounds of mesh axis x of L0 conflict"):
+        solve(Problem(w, a), options=SolveOptions(time_limit=60, workers=1, seed=0))

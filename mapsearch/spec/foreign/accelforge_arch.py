@@ -298,7 +298,7 @@ class _Translator(PortMixin):
             if operator not in SPLIT_BOUND_OPERATORS:
                 raise bad(self.source, f"{f}.operator", "one of " + ", ".join(SPLIT_BOUND_OPERATORS), operator)
             value = self.number(item.get("value"), f"{f}.value")
-            if value != int(value):
+            if isinstance(value, float) and not math.isfinite(value) or value != int(value):
                 raise bad(self.source, f"{f}.value", "an integer >= 0", item.get("value"))
             out.append(SplitBound(tuple(d for d in self.view.rank_variables if d in dims.names), operator, int(value)))
         return tuple(out)

@@ -107,6 +107,7 @@ def test_loop_bounds_on_a_fanout_limit_its_splits():
      "a set expression over the einsum's rank variables (m, n, k)"),
     ("{expression: ~m, operator: '=<', value: 1}", "loop_bounds[0].operator", "one of ==, <=, >=, <, >, product=="),
     ("{expression: ~m, operator: ==, value: 1.5}", "loop_bounds[0].value", "an integer >= 0"),
+    ("{expression: ~m, operator: ==, value: inf}", "loop_bounds[0].value", "an integer >= 0"),
     ("{expression: ~m, operator: ==}", "loop_bounds[0].value", "a number >= 0"),
     ("{expr: ~m, operator: ==, value: 1}", "loop_bounds[0]", "a mapping with expression, operator and value"),
 ])

@@ -204,17 +204,19 @@ def link_time_floor(p: Problem, floors: dict[int, LinkFloor], scale: int) -> int
     return best
 
 
-def compute_time_floor(p: Problem, scale: int) -> int:
+def compute_time_floor(p: Problem, scale: int, instances: int | None = None) -> int:
     """``ceil(prod_d ceil(E_d / b_d) / instances) * clocks_per_call``, in clocks x ``scale``.
 
     Any tiling splits a dimension's extent into pieces whose op calls
     ``sum ceil(piece / b)`` are at least ``ceil(E / b)``; the calls of the
     whole nest are the product over dimensions, spread over at most every
     instance, and the busiest instance takes at least the average.
+    ``instances``: at most this many take part (default: every instance).
     """
     arch = p.architecture
     calls = math.prod(-(-e // arch.compute.block_extent(d)) for d, e in p.workload.extents)
-    instances = math.prod(lv.instances for lv in arch.levels)
+    if instances is None:
+        instances = math.prod(lv.instances for lv in arch.levels)
     return -(-calls // instances) * int(arch.compute.clocks_per_call * scale)
 
 

@@ -43,7 +43,7 @@ import math
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.encoding import Encoding, Literal, Q, negate
 from mapsearch.model.problem import Problem
-from mapsearch.spec.architecture import compare_bound
+from mapsearch.spec.architecture import COMPARISONS
 
 REP, SUM = "rep", "sum"
 
@@ -175,10 +175,10 @@ def add_split_bounds(enc: Encoding, lv: int) -> None:
                      if rule.operator.startswith("product") else [bound(d) for d in rule.dims])
             for q in terms:
                 if q.is_const:
-                    if not compare_bound(int(q.expr), op, value):
+                    if not COMPARISONS[op](int(q.expr), value):
                         enc.model.add_bool_or([negate(guard)])
                     continue
-                enc.model.add(_comparison(q.expr, op, value)).only_enforce_if(guard)
+                enc.model.add(COMPARISONS[op](q.expr, value)).only_enforce_if(guard)
 
 
 def unmeetable_split_bounds(p: Problem):
@@ -251,11 +251,6 @@ def _factorings(values: list[list[int]], size: int):
             break
         for rest in _factorings(values[1:], size // first):
             yield (first,) + rest
-
-
-def _comparison(expr, op: str, value: int):
-    return {"==": lambda: expr == value, "<=": lambda: expr <= value, ">=": lambda: expr >= value,
-            "<": lambda: expr < value, ">": lambda: expr > value}[op]()
 
 
 def _as_bool(enc: Encoding, q: Q, stem: str):

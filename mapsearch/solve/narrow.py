@@ -67,6 +67,7 @@ from typing import Callable, TypeVar
 
 import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily, SolverTimeout
+from mapsearch.model.bounds import compute_time_floor
 from mapsearch.model.build import clock_scale
 from mapsearch.model.family import phase_floors, proven_status
 from mapsearch.model.options import SolveOptions
@@ -215,11 +216,10 @@ def _narrow_idles_the_array(problem: Problem) -> bool:
     """
     windows, _, _ = split_windows(problem, frozenset(), None)
     in_window = {d for win in windows for d in win.dims}
-    arch = problem.architecture
-    busy = min(math.prod(level.instances for level in arch.levels),
+    busy = min(math.prod(level.instances for level in problem.architecture.levels),
                math.prod(e for d, e in problem.workload.extents if d not in in_window))
-    calls = math.prod(-(-e // arch.compute.block_extent(d)) for d, e in problem.workload.extents)
-    narrow_floor = Fraction(-(-calls // busy)) * arch.compute.clocks_per_call
+    scale = clock_scale(problem.architecture)
+    narrow_floor = Fraction(compute_time_floor(problem, scale, busy), scale)
     return narrow_floor >= COARSE_ABOVE_FLOOR * _contract_floors(problem)["time"]
 
 

@@ -12,6 +12,7 @@ clock is exactly ``1/2`` clock per word.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Mapping
@@ -45,9 +46,8 @@ class Link:
 SPLIT_BOUND_OPERATORS = ("==", "<=", ">=", "<", ">", "product==", "product<=", "product>=", "product<", "product>")
 
 
-def compare_bound(x: int, op: str, value: int) -> bool:
-    """``x op value`` for one of the plain comparisons (``==``, ``<=``, ``>=``, ``<``, ``>``)."""
-    return {"==": x == value, "<=": x <= value, ">=": x >= value, "<": x < value, ">": x > value}[op]
+# The plain comparisons, for ints and for the solver's linear expressions alike (CP-SAT overloads them).
+COMPARISONS = {"==": operator.eq, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class SplitBound:
         values = [bounds.get(d, 1) for d in self.dims]
         op = self.operator.removeprefix("product")
         if self.operator.startswith("product"):
-            return compare_bound(math.prod(values), op, self.value)
-        return all(compare_bound(v, op, self.value) for v in values)
+            return COMPARISONS[op](math.prod(values), self.value)
+        return all(COMPARISONS[op](v, self.value) for v in values)
 
     def __str__(self) -> str:
         what = f"product of ({', '.join(self.dims)})" if self.operator.startswith("product") else f"each of ({', '.join(self.dims)})"

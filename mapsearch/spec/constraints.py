@@ -186,14 +186,11 @@ def _spatial_limits(data: object, source: str) -> tuple[SpatialLimit, ...]:
 
 def spatial_bound(limit: SpatialLimit, w: Workload, source: str = "constraints") -> SplitBound:
     """``limit`` bound to ``w``'s dimensions; a name that is not one of them is a SpecError."""
-    from mapsearch.spec.set_expr import SetExprError, UnknownTensor, evaluate, parse_set_expr
+    from mapsearch.spec.set_expr import SetExprError, evaluate_dims, parse_set_expr
 
     field = f"spatial.{limit.level}.{limit.axis}"
     try:
-        names = evaluate(parse_set_expr(limit.expression), {d: False for d in w.dims}, limit.expression)
-    except UnknownTensor as e:
-        raise SpecError(source, field, f"a set of the dimensions of {w.name} {list(w.dims)}",
-                        f"{limit.expression} (unknown dimension {e.name!r})") from None
+        names = evaluate_dims(parse_set_expr(limit.expression), w.dims, limit.expression)
     except SetExprError as e:
         raise SpecError(source, field, f"a set of the dimensions of {w.name} {list(w.dims)}",
                         f"{limit.expression} ({e.reason})") from None

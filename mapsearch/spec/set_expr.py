@@ -269,6 +269,32 @@ def union_terms(expr: SetExpr) -> tuple[str, ...] | None:
     return None
 
 
+def evaluate_dims(expr: SetExpr, dims: tuple[str, ...], text: str = "") -> frozenset[str]:
+    """The dimensions ``expr`` denotes among ``dims`` (names, ``All``, ``Nothing``, ``~ | & -``): what a fanout's
+    loop bounds name. A tensor role (``input``, ``output``) or a name not in ``dims`` is a :class:`SetExprError`
+    at its position."""
+    role = next((r for r in roles_in(expr) if r.role in ("input", "output")), None)
+    if role is not None:
+        raise SetExprError(f"expected dimension names, All or Nothing, got the tensor role {role.role!r}", text,
+                           role.position)
+    try:
+        return evaluate(expr, {d: False for d in dims}, text)
+    except UnknownTensor as e:
+        raise SetExprError(f"unknown dimension {e.name!r}; the workload's dimensions are {', '.join(dims)}", text,
+                           e.position) from None
+
+
+def roles_in(expr: SetExpr) -> tuple[Role, ...]:
+    """Every role leaf, in text order."""
+    if isinstance(expr, Role):
+        return (expr,)
+    if isinstance(expr, Complement):
+        return roles_in(expr.operand)
+    if isinstance(expr, Binary):
+        return roles_in(expr.left) + roles_in(expr.right)
+    return ()
+
+
 def names_in(expr: SetExpr) -> tuple[Name, ...]:
     """Every tensor-name leaf, in text order."""
     if isinstance(expr, Name):

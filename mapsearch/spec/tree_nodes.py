@@ -12,7 +12,7 @@ from typing import Union
 
 from mapsearch.spec.architecture import Link, SplitBound
 from mapsearch.spec.energy import LevelEnergy
-from mapsearch.spec.set_expr import Role, SetExpr, SetExprError, UnknownTensor, evaluate
+from mapsearch.spec.set_expr import SetExpr, SetExprError, evaluate, evaluate_dims
 from mapsearch.spec.tree_yaml import TreeError, Where
 from mapsearch.spec.workload import Workload
 
@@ -35,31 +35,13 @@ class SetRule:
         except SetExprError as e:
             raise TreeError(self.where.at_offset(e.position), f"{e.reason} (in {self.text!r})") from None
 
-
     def evaluate_dims(self, workload: Workload) -> frozenset[str]:
-        """The dimensions of ``workload`` it names (``All``, ``Nothing``, names, ``~ | & -``); a tensor role or an
-        unknown name is a TreeError at its column."""
-        roles = [r for r in _roles(self.expr) if r.role in ("input", "output")]
-        if roles:
-            raise TreeError(self.where.at_offset(roles[0].position),
-                            f"expected dimension names, All or Nothing, got the tensor role {roles[0].role!r} "
-                            f"(in {self.text!r})")
+        """The dimensions of ``workload`` it names (set_expr.evaluate_dims); a tensor role or an unknown name is a
+        TreeError at its column."""
         try:
-            return evaluate(self.expr, {d: False for d in workload.dims}, self.text)
-        except UnknownTensor as e:
-            raise TreeError(self.where.at_offset(e.position), f"unknown dimension {e.name!r}; the workload's "
-                            f"dimensions are {', '.join(workload.dims)} (in {self.text!r})") from None
+            return evaluate_dims(self.expr, workload.dims, self.text)
         except SetExprError as e:
             raise TreeError(self.where.at_offset(e.position), f"{e.reason} (in {self.text!r})") from None
-
-
-def _roles(expr):
-    """Every Role node of a set expression."""
-    if isinstance(expr, Role):
-        yield expr
-    for child in (getattr(expr, "operand", None), getattr(expr, "left", None), getattr(expr, "right", None)):
-        if child is not None:
-            yield from _roles(child)
 
 
 @dataclass(frozen=True)

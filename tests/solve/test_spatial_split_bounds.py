@@ -199,7 +199,9 @@ def test_a_constraints_file_bounds_the_splits_as_the_architecture_would() -> Non
     ({"L0": {"x": {"expression": "~k"}}}, "spatial.L0.x", "a list of {expression, operator, value}"),
     ({"L0": {"z": [{"expression": "~k", "operator": "==", "value": 1}]}}, "spatial.L0.z", "a mesh axis of L0 ['x']"),
     ({"L1": {"x": [{"expression": "~k", "operator": "==", "value": 1}]}}, "spatial.L1.x", "(L1 has none)"),
-    ({"L0": {"x": [{"expression": "~q", "operator": "==", "value": 1}]}}, "spatial.L0.x", "dimensions of mm"),
+    ({"L0": {"x": [{"expression": "~q", "operator": "==", "value": 1}]}}, "spatial.L0.x", "unknown dimension 'q'"),
+    # A tensor role named every dimension here before the evaluation over dimensions was shared with trees.
+    ({"L0": {"x": [{"expression": "input", "operator": "==", "value": 1}]}}, "spatial.L0.x", "the tensor role 'input'"),
 ])
 def test_a_bad_spatial_constraint_is_one_line_naming_its_field(spatial, field, expected) -> None:
     from mapsearch.errors import SpecError

@@ -153,8 +153,7 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     targets += list(_constraint_targets(more_constraints or {}, source))
     notes: list[str] = []
     names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
-    containers = {body["name"]: tuple(a.name.removeprefix(f"{body['name']}_")
-                                      for a in _mesh(body, field, source, Where(source, line, 1, field), w.tensor_names))
+    containers = {body["name"]: tuple(key for key, _ in _mesh(body, field, source, Where(source, line, 1, field)))
                   for kind, body, field, line in flat if kind == "Container"}
     keep, extra, bounds = apply_targets(targets, names, w, source, notes, containers)
     nodes = []
@@ -164,8 +163,8 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     for kind, body, field, line in flat:
         where = Where(source, line, 1, field)
         if kind == "Container":
-            pending += [replace(a, split_bounds=tuple(bounds.get((body["name"], a.name.removeprefix(f"{body['name']}_")), ())))
-                        for a in _mesh(body, field, source, where, tensors)]
+            pending += [replace(a, split_bounds=tuple(bounds.get((body["name"], key), ())))
+                        for key, a in _mesh(body, field, source, where)]
             continue
         if (kind, body) == ("Component", compute[1]):
             break
@@ -216,7 +215,9 @@ def _constraint_targets(data: Mapping[str, Any], source: str):
                 yield t, f"{key}.targets[{i}]"
 
 
-def _mesh(body: Mapping[str, Any], field: str, source: str, where: Where, tensors: tuple[str, ...]) -> list[SpatialAxis]:
+def _mesh(body: Mapping[str, Any], field: str, source: str, where: Where) -> list[tuple[str, SpatialAxis]]:
+    """``(key, axis)`` per mesh axis of a ``!Container`` with a fanout above 1: ``"X"`` for ``meshX``, ``"Y"``
+    for ``meshY`` (the names its spatial constraints' ``split`` assigns dimensions to)."""
     spatial = body.get("spatial") or {}
     axes = []
     for key, axis in (("meshX", "X"), ("meshY", "Y")):
@@ -227,7 +228,8 @@ def _mesh(body: Mapping[str, Any], field: str, source: str, where: Where, tensor
             raise bad(source, f"{field}.spatial.{key}", "int >= 1", n)
         if n > 1:
             everything = SetRule("All", parse_set_expr("All"), where)
-            axes.append(SpatialAxis(f"{body['name']}_{axis}", n, everything, SetRule("Nothing", parse_set_expr("Nothing"), where), where))
+            axes.append((axis, SpatialAxis(f"{body['name']}_{axis}", n, everything,
+                                           SetRule("Nothing", parse_set_expr("Nothing"), where), where)))
     return axes
 
 

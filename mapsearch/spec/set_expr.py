@@ -284,23 +284,22 @@ def evaluate_dims(expr: SetExpr, dims: tuple[str, ...], text: str = "") -> froze
                            e.position) from None
 
 
-def roles_in(expr: SetExpr) -> tuple[Role, ...]:
-    """Every role leaf, in text order."""
-    if isinstance(expr, Role):
+def _leaves(expr: SetExpr, kind: type) -> tuple:
+    """Every leaf of type ``kind`` (:class:`Name` or :class:`Role`), in text order."""
+    if isinstance(expr, kind):
         return (expr,)
     if isinstance(expr, Complement):
-        return roles_in(expr.operand)
+        return _leaves(expr.operand, kind)
     if isinstance(expr, Binary):
-        return roles_in(expr.left) + roles_in(expr.right)
+        return _leaves(expr.left, kind) + _leaves(expr.right, kind)
     return ()
+
+
+def roles_in(expr: SetExpr) -> tuple[Role, ...]:
+    """Every role leaf, in text order."""
+    return _leaves(expr, Role)
 
 
 def names_in(expr: SetExpr) -> tuple[Name, ...]:
     """Every tensor-name leaf, in text order."""
-    if isinstance(expr, Name):
-        return (expr,)
-    if isinstance(expr, Complement):
-        return names_in(expr.operand)
-    if isinstance(expr, Binary):
-        return names_in(expr.left) + names_in(expr.right)
-    return ()
+    return _leaves(expr, Name)

@@ -13,6 +13,7 @@ from typing import Union
 import numpy as np
 from ortools.sat.python import cp_model
 
+from mapsearch.budget import checkpoint
 from mapsearch.model.chains import DimChains, Footprint
 from mapsearch.model.problem import Problem
 
@@ -84,6 +85,9 @@ class Encoding:
         lo, hi = int(values.min()), int(values.max())
         if lo == hi:
             return Q.const(lo)
+        # An element over a large table takes milliseconds to add: hundreds of them outlasted a solve's time
+        # limit by seconds on a 128x128 array (the build checked its budget only between its parts).
+        checkpoint("building the model's tables")
         var = self.model.new_int_var(lo, hi, self.name(f"{stem}_{dim}"))
         self.model.add_element(self.choice[dim], values.tolist(), var)
         return Q(var, lo, hi)

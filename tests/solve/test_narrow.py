@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import brute_force_spatial as bfs  # noqa: E402
 
+from mapsearch.errors import InfeasibleError  # noqa: E402
 from mapsearch.model.build import build  # noqa: E402
 from mapsearch.model.options import SolveOptions  # noqa: E402
 from mapsearch.model.problem import Problem  # noqa: E402
@@ -111,7 +112,10 @@ def test_the_start_is_the_better_first_schedule_and_the_solve_still_finds_the_wi
     with caplog.at_level(logging.INFO, logger="mapsearch.solve.narrow"):
         result = solve(p, options=OPTIONS)
     messages = [r.getMessage() for r in caplog.records]
-    assert sum(m.startswith(("narrow family", "coarse family")) for m in messages) == 2  # both searched
+    # The coarse family first (the narrow one idles the array); its 2 clocks are below the narrow family's
+    # floor of 12, so that family is not searched.
+    assert [m.split(" (")[0] for m in messages if m.startswith(("narrow family", "coarse family"))] == ["coarse family"]
+    assert "the coarse family's time is below the narrow family's floor: the narrow family is not searched" in messages
     assert "the coarse family's schedule starts the full search" in messages
     brute = bfs.brute_force_spatial(ROW_STATIONARY, PE_ARRAY)
     assert result.status == "OPTIMAL_IN_FAMILY"  # proven; positions at the meshed level are not searched
@@ -326,7 +330,7 @@ def test_the_coarse_family_is_searched_only_where_the_narrow_schedule_idles_the_
     search = _search_family(p)
     monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 6)  # 12 >= 6 x 2: still searched, and first (below)
     narrow.first_schedule(p, OPTIONS, time.perf_counter(), lambda o, family: seen.append(family) or search(o, family))
-    assert seen == ["coarse", "narrow"]
+    assert seen == ["coarse"]  # its 2 clocks are below the narrow floor of 12: the narrow family is not searched
     seen.clear()
     monkeypatch.setattr(narrow, "COARSE_ABOVE_FLOOR", 7)
     found = narrow.first_schedule(p, OPTIONS, time.perf_counter(),
@@ -387,17 +391,47 @@ def test_a_large_array_without_windows_starts_from_the_coarse_family_alone(monke
 def test_a_narrow_family_that_cannot_fill_the_array_goes_second() -> None:
     """On the row-stationary case the narrow family splits only k (2 of 12 PEs) over the mesh: its time is at
     least 24 MACs / 2 = 12 clocks, 6x the contract's floor of 2, whatever it finds. So the coarse family is
-    searched first with the larger share, and the narrow one after it with a share of what is left."""
+    searched first with the larger share; its schedule (2 clocks) is below that floor, so the narrow family
+    could not give a better start and is not searched."""
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     assert narrow._narrow_idles_the_array(p)
+    assert narrow._narrow_time_floor(p) == 12
     search = _search_family(p)
     found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
                                   lambda o, family: seen.append((o, family)) or search(o, family))
     assert found is not None and found.phases[0].value == 2  # the coarse family's
+    assert [family for _, family in seen] == ["coarse"]
+    assert 40 * narrow.COARSE_SHARE - 1 < seen[0][0].time_limit <= 40 * narrow.COARSE_SHARE
+
+
+def test_the_narrow_family_follows_a_coarse_search_that_found_nothing() -> None:
+    """Where the coarse family's search finds no schedule (here: told so), the narrow one is searched after it
+    with a share of what is left, and its schedule starts the full search."""
+    seen = []
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    search = _search_family(p)
+
+    def family_search(o, family):
+        seen.append((o, family))
+        if family == "coarse":
+            raise InfeasibleError("no schedule in the coarse family")
+        return search(o, family)
+
+    found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(), family_search)
+    assert found is not None and found.phases[0].value == 12  # the narrow family's floor, which it proves
+    assert found.family_restrictions == (narrow.NARROW_ONLY,)
     assert [family for _, family in seen] == ["coarse", "narrow"]
-    assert 40 * narrow.TIME_SHARE - 1 < seen[0][0].time_limit <= 40 * narrow.TIME_SHARE
     assert (40 - 10) * narrow.COARSE_SHARE < seen[1][0].time_limit <= 40 * narrow.COARSE_SHARE
+
+
+def test_a_large_array_gives_the_coarse_family_most_of_the_time() -> None:
+    """From COARSE_ALONE_INSTANCES instances on, every model takes seconds to build and the coarse search gets
+    nine tenths of the time left; on a 12-PE array, half."""
+    from mapsearch.presets import load_preset
+
+    assert narrow._coarse_share(Problem(ROW_STATIONARY, PE_ARRAY)) == narrow.COARSE_SHARE
+    assert narrow._coarse_share(Problem(MATMUL, load_preset("tpu-v4i-like"))) == narrow.COARSE_FIRST_SHARE
 
 
 @pytest.mark.parametrize("preset, idles", [("tpu-v4i-like", True), ("eyeriss-like", False)])

@@ -32,7 +32,12 @@ at its default position, and uses the better schedule as a warm start
    array whatever it finds (:func:`_narrow_idles_the_array`, a floor of its
    time), the coarse family is searched first, with the larger share: on
    conv1 under a 10 or 15 s limit the narrow search's half of the time
-   left the coarse one too little to find anything.
+   left the coarse one too little to find anything. A coarse schedule
+   faster than the narrow family's time floor (:func:`_narrow_time_floor`)
+   ends the first searches: no narrow schedule could be the better start.
+   On arrays of at least :data:`COARSE_ALONE_INSTANCES` instances the
+   coarse search takes :data:`COARSE_FIRST_SHARE` of the time left
+   (:func:`_coarse_share`).
 
 On a large array without windows (:func:`families`) the narrow family is the
 full one, and only the coarse family is searched first: there the full

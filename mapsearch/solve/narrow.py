@@ -35,9 +35,9 @@ at its default position, and uses the better schedule as a warm start
    left the coarse one too little to find anything. A coarse schedule
    faster than the narrow family's time floor (:func:`_narrow_time_floor`)
    ends the first searches: no narrow schedule could be the better start.
-   On arrays of at least :data:`COARSE_ALONE_INSTANCES` instances the
-   coarse search takes :data:`COARSE_FIRST_SHARE` of the time left
-   (:func:`_coarse_share`).
+   Where the narrow family's floor is at least :data:`NARROW_FAR_ABOVE`
+   times the contract's, the coarse search takes :data:`COARSE_FIRST_SHARE`
+   of the time left (:func:`_coarse_share`).
 
 On a large array without windows (:func:`families`) the narrow family is the
 full one, and only the coarse family is searched first: there the full
@@ -94,8 +94,10 @@ COARSE_ONLY = ("the coarse family only (coarse tile chains, buffers at default p
 # the full search keeps the rest.
 TIME_SHARE = 1 / 2
 COARSE_SHARE = 1 / 2
-# On an array of at least COARSE_ALONE_INSTANCES instances, the coarse family's share instead (_coarse_share).
+# Searched before the narrow family whose time floor is at least NARROW_FAR_ABOVE times the contract's, the
+# coarse family's share instead (_coarse_share).
 COARSE_FIRST_SHARE = 9 / 10
+NARROW_FAR_ABOVE = 10
 # Where the coarse family is the only first family (no windows), its share of the time, and the fewest
 # instances of the whole array for which it is searched.
 COARSE_ALONE_SHARE = 1 / 2
@@ -172,7 +174,7 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
             return narrow
         # Not started from the narrow schedule: hinted with it, the coarse search of the 3x3 layer stayed near it
         # (21,168 clocks against 2,620 without it, work limit 5).
-        coarse = _first(problem, options, started, solve_family, "coarse", _coarse_share(problem))
+        coarse = _first(problem, options, started, solve_family, "coarse", COARSE_SHARE)
     best = narrow if coarse is None or (narrow is not None and _values(narrow) <= _values(coarse)) else coarse
     if best is not None:
         log.info("the %s family's schedule starts the full search", "narrow" if best is narrow else "coarse")
@@ -214,20 +216,22 @@ def _idles_the_array(narrow, problem: Problem) -> bool:
 
 
 def _coarse_share(problem: Problem) -> float:
-    """The coarse family's share of the time left when it is searched for a first schedule: where the narrow
-    family cannot fill the array, before it; otherwise after it, where its schedule idles the array.
+    """The coarse family's share of the time left where it is searched before the narrow one
+    (:func:`_narrow_idles_the_array`).
 
-    On an array of at least :data:`COARSE_ALONE_INSTANCES` instances it is
-    :data:`COARSE_FIRST_SHARE`: there every model takes seconds to build
-    (ResNet-50's conv5 3x3 stride-2 layer on ``tpu-v4i-like``: the narrow
-    model 5.0 s, the full one 4.1 s, the coarse one 2.8 s), the full search
-    rarely improves on the coarse schedule under a short limit, and the
-    coarse search needs most of the time (conv2's 3x3 layer at 10 s: 11,788
-    clocks in half of it, 2,620 in nine tenths). Elsewhere it is
-    :data:`COARSE_SHARE`.
+    :data:`COARSE_FIRST_SHARE` where the narrow family's time floor is at
+    least :data:`NARROW_FAR_ABOVE` times the contract's: a narrow schedule
+    could only be a poor start, and the coarse search needs most of a short
+    limit (conv2's 3x3 layer over the ``tpu-v4i-like`` profile, narrow floor
+    16x the contract's, at 10 s: 11,788 clocks in half of it, 2,620 in nine
+    tenths; conv1, 185x: nothing in half, 3,314 in nine tenths). Elsewhere
+    :data:`COARSE_SHARE`, which leaves the narrow family its chance:
+    ``simba-like``'s ResNet-50 3x3 layer (narrow floor 4x the contract's) at
+    20 s has 51,408 clocks from the coarse family and 28,224, the narrow
+    floor, from the narrow one, found in the half it gets.
     """
-    instances = math.prod(level.instances for level in problem.architecture.levels)
-    return COARSE_FIRST_SHARE if instances >= COARSE_ALONE_INSTANCES else COARSE_SHARE
+    far = _narrow_time_floor(problem) >= NARROW_FAR_ABOVE * _contract_floors(problem)["time"]
+    return COARSE_FIRST_SHARE if far else COARSE_SHARE
 
 
 def _faster_than(result, floor: Fraction) -> bool:

@@ -35,7 +35,9 @@ at its default position, and uses the better schedule as a warm start
    left the coarse one too little to find anything. A coarse schedule
    faster than the narrow family's time floor (:func:`_narrow_time_floor`)
    ends the first searches: no narrow schedule could be the better start.
-   Where the narrow family's floor is at least :data:`NARROW_FAR_ABOVE`
+   On an array of at least :data:`COARSE_ALONE_INSTANCES` instances the
+   coarse family goes first too (:func:`_coarse_goes_first`): its model
+   builds fastest. Where the narrow family's floor is at least :data:`NARROW_FAR_ABOVE`
    times the contract's, the coarse search takes :data:`COARSE_FIRST_SHARE`
    of the time left (:func:`_coarse_share`).
 
@@ -94,6 +96,11 @@ COARSE_ONLY = ("the coarse family only (coarse tile chains, buffers at default p
 # the full search keeps the rest.
 TIME_SHARE = 1 / 2
 COARSE_SHARE = 1 / 2
+# In the narrow family's own search (coarse searches alone), each phase but the last takes this share of the
+# time left; the last takes the rest. Halves gave the time phase of ResNet-50's conv5 3x3 layer on the
+# tpu-v4i-like profile 1.07 s after a 5.5 s build under load (no schedule at 10 s), and left the last quarter
+# of the limit unused.
+PHASE_SHARE = 3 / 4
 # Searched before the narrow family whose time floor is at least NARROW_FAR_ABOVE times the contract's, the
 # coarse family's share instead (_coarse_share).
 COARSE_FIRST_SHARE = 9 / 10
@@ -154,10 +161,7 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
     """
     if "narrow" not in families(problem, options):
         return _first(problem, options, started, solve_family, "coarse", COARSE_ALONE_SHARE)
-    if _narrow_idles_the_array(problem):
-        # Its schedule would idle the array whatever it is: the coarse family goes first.
-        log.info("the narrow family cannot fill the array (its time floor is at least %dx the floor): the coarse "
-                 "family is searched first", COARSE_ABOVE_FLOOR)
+    if _coarse_goes_first(problem):
         coarse = _first(problem, options, started, solve_family, "coarse", _coarse_share(problem))
         if coarse is not None and _faster_than(coarse, _narrow_time_floor(problem)):
             log.info("the coarse family's time is below the narrow family's floor: the narrow family is not searched")
@@ -215,9 +219,37 @@ def _idles_the_array(narrow, problem: Problem) -> bool:
     return time is None or time >= COARSE_ABOVE_FLOOR * floor
 
 
+def _coarse_goes_first(problem: Problem) -> bool:
+    """The coarse family is searched before the narrow one: where the narrow family cannot fill the array
+    (:func:`_narrow_idles_the_array`: its schedule would idle the array whatever it is), and on an array of
+    at least :data:`COARSE_ALONE_INSTANCES` instances.
+
+    On such an array every model takes seconds to build, the coarse one the
+    fewest (ResNet-50's conv5 3x3 layer over the ``tpu-v4i-like`` profile:
+    narrow 3.7 s, coarse 2.3 s), and under a short limit the narrow search
+    second had too little time left (its presolve alone ran 3 s past a
+    1.07 s share): at 10 s the stride-2 layers of conv4 and conv5 ended at
+    8,945,664 clocks and with no schedule, against 3,112 and 12,574 with
+    the coarse family first; at 30 s the window layers end as before
+    (60,276 clocks count-weighted), the narrow family still searched second
+    where the coarse schedule is above its floor (conv4's 3x3 layer:
+    2,412 clocks from the narrow family, 22,176 from the coarse one).
+    """
+    if _narrow_idles_the_array(problem):
+        log.info("the narrow family cannot fill the array (its time floor is at least %dx the floor): the coarse "
+                 "family is searched first", COARSE_ABOVE_FLOOR)
+        return True
+    instances = math.prod(level.instances for level in problem.architecture.levels)
+    if instances >= COARSE_ALONE_INSTANCES:
+        log.info("an array of %d instances: the coarse family, whose model builds fastest, is searched first",
+                 instances)
+        return True
+    return False
+
+
 def _coarse_share(problem: Problem) -> float:
     """The coarse family's share of the time left where it is searched before the narrow one
-    (:func:`_narrow_idles_the_array`).
+    (:func:`_coarse_goes_first`).
 
     :data:`COARSE_FIRST_SHARE` where the narrow family's time floor is at
     least :data:`NARROW_FAR_ABOVE` times the contract's: a narrow schedule

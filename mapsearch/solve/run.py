@@ -246,8 +246,12 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
     report("building the model")
     narrow_family = family == "narrow"
     enc = build(problem, constraints, options, windows_over_mesh=not narrow_family, coarse_only=family == "coarse")
-    # The narrow family's phases are its coarse searches alone: each may take its share of the narrow limit.
-    coarse_share = 1 / len(_objectives(enc, options)) if narrow_family else 0.25
+    # The narrow family's phases are its coarse searches alone: each takes its share of the narrow limit, the
+    # last one all that is left (narrow.PHASE_SHARE).
+    last_phase = _objectives(enc, options)[-1][0]
+
+    def coarse_share(name: str) -> float:
+        return (1.0 if name == last_phase else narrow.PHASE_SHARE) if narrow_family else 0.25
     restrictions = family_restrictions(enc)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
@@ -256,7 +260,7 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
     def first_hint(left: float, phase_floor: int | None, name: str):
         # The coarse search may be followed by a probe below its value (solve/coarse.py, probe_target).
         return with_start(enc, known,
-                          lambda incumbent: coarse_solution(enc, options, left, coarse_share, name, phase_floor, incumbent),
+                          lambda incumbent: coarse_solution(enc, options, left, coarse_share(name), name, phase_floor, incumbent),
                           # Checking a start's decisions is one presolve of the model with them fixed: on a
                           # 128x128 array that took more than a quarter of 13 s left, and the start was dropped.
                           lambda: new_solver(options, min(left, max(0.05, left / 2))), phase_floor)

@@ -15,6 +15,7 @@ start's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -70,8 +71,6 @@ def test_the_coarse_model_is_the_coarse_chains_of_the_full_one() -> None:
 
 def _first(family: str):
     """The ``family``'s first search on the row-stationary conv, as ``solve`` runs it (default positions)."""
-    import dataclasses
-
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     return _search(p, Constraints(), dataclasses.replace(OPTIONS, placement=False), time.perf_counter(), family)
 
@@ -447,3 +446,39 @@ def test_the_narrow_floor_of_resnet_conv1(preset, idles) -> None:
     if idles:
         assert narrow._narrow_time_floor(p) == 614_656
         assert narrow._coarse_share(p) == narrow.COARSE_FIRST_SHARE  # 614,656 >= 10 x 3,316
+
+
+def test_the_narrow_familys_time_phase_takes_most_of_its_limit_and_the_words_phase_the_rest(monkeypatch) -> None:
+    """The narrow family's phases are coarse searches alone (no full search follows): the time phase gets
+    PHASE_SHARE of what the narrow limit leaves, the words phase, the last, all that is left then."""
+    from mapsearch.solve import run
+
+    shares = []
+    real = run.coarse_solution
+
+    def record(enc, options, time_left, share=0.25, phase="", floor=None, incumbent=None):
+        shares.append((phase, share))
+        return real(enc, options, time_left, share, phase, floor, incumbent)
+
+    monkeypatch.setattr(run, "coarse_solution", record)
+    p = Problem(ROW_STATIONARY, PE_ARRAY)
+    _search(p, Constraints(), dataclasses.replace(OPTIONS, placement=False), time.perf_counter(), "narrow")
+    assert shares == [("time", narrow.PHASE_SHARE), ("words", 1.0)]
+
+
+@pytest.mark.parametrize("preset, first", [("tpu-v4i-like", True), ("eyeriss-like", False)])
+def test_the_coarse_family_goes_first_on_a_large_array(preset, first) -> None:
+    """ResNet-50's conv4 3x3 layer: n x k x c = 65,536 instances without a window split, so the narrow
+    family could fill either array; on tpu-v4i-like's 65,536 PEs (at least COARSE_ALONE_INSTANCES) the coarse
+    family still goes first, with half the time (the narrow floor is not 10x the contract's); on
+    eyeriss-like's 168 the narrow family goes first."""
+    from mapsearch.presets import load_preset
+    from mapsearch.spec.workload import Workload
+
+    w = Workload.from_text("conv4", "O[n,k,p,q] += I[n,c,p+r,q+s] * W[k,c,r,s]",
+                           dict(n=1, k=256, c=256, p=14, q=14, r=3, s=3))
+    p = Problem(w, load_preset(preset))
+    assert not narrow._narrow_idles_the_array(p)
+    assert narrow._coarse_goes_first(p) is first
+    if first:
+        assert narrow._coarse_share(p) == narrow.COARSE_SHARE

@@ -102,3 +102,28 @@ def test_progress_reaches_a_listener_and_the_line_is_throttled() -> None:
                                            Fraction(15))) == "mapsearch: 3 s, words; best time 9, words 20; bound 15; gap 25.0%"
     line(SolveProgress("finished", 2.0))
     assert stream.getvalue().endswith("\r")  # erased before the report
+
+
+def test_a_search_with_no_time_left_does_not_load_its_model() -> None:
+    """Out of time (or stopped) before a search starts, ``search`` answers UNKNOWN from an empty model: CP-SAT
+    would load and presolve the real one first, seconds past the limit on a large array."""
+    from ortools.sat.python import cp_model
+
+    from mapsearch.solve.progress import search
+
+    model = cp_model.CpModel()
+    x = model.new_int_var(0, 10, "x")
+    model.add(x >= 3)
+    model.minimize(x)
+    spent = Budget(0.0)
+    time.sleep(0.01)
+    for budget in (spent, Budget(60)):
+        if budget is not spent:
+            budget.stop()
+        with within(budget):
+            solver = cp_model.CpSolver()
+            assert search(solver, model) == cp_model.UNKNOWN
+            assert solver.num_branches == 0 and solver.best_objective_bound == 0  # the empty model's response
+    with within(Budget(60)):
+        solver = cp_model.CpSolver()
+        assert search(solver, model) == cp_model.OPTIMAL and solver.objective_value == 3

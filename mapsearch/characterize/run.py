@@ -306,7 +306,7 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
             separate = (a[0] + b[0], a[1] + b[1])
         rec = cache.get(pair, profile, *limits)
         if rec is None and solve and separate is not None and not stopped():
-            rec = solve_pair(pair, profile, *limits, schedule_dir=out / "chains")
+            rec = solve_pair(pair, profile, *limits, schedule_dir=out / "chains", separate=separate)
             if stopped():  # Ctrl-C cut the chain solve short: not a result, not cached
                 rec = None
             else:
@@ -335,6 +335,8 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
             d["decision"] = f"separate: the chain's best option does not replay: {rec['replay']}"
         elif rec["best"] == "unfused":
             d["decision"] = "separate: the chain solve's best option is unfused"
+        elif rec.get("replay") is None:
+            d["decision"] = f"separate: {rec['best']} was not replayed (it did not beat the layers' own schedules)"
         elif gains[pair.first] is None:
             d["decision"] = f"separate: {rec['best']} does not beat the layers' own schedules (time, then words)"
         else:

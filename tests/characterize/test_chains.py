@@ -193,3 +193,17 @@ def test_a_replay_mismatch_keeps_the_layers_apart(mlp_runs, monkeypatch, tmp_pat
     c = characterize(load_model(str(out / "mlp.yaml")), profiles[:1], tmp_path, workers=1, time_limit=30)
     (d,) = c.chains
     assert not d["fused"] and "does not replay" in d["decision"]
+
+
+def test_a_chain_that_does_not_beat_the_layers_is_not_replayed(mlp_runs, monkeypatch):
+    """The pair's replay checks a schedule only where it could be fused: with the layers' own figures better
+    than anything (0 clocks, 0 words) the chain's best option is never replayed; with none given, it is."""
+    out, profiles, _, _ = mlp_runs
+    model = load_model(str(out / "mlp.yaml"))
+    (pair,) = find_pairs(model.nodes, lower_all(model.nodes))
+    replayed = []
+    monkeypatch.setattr(chains_mod, "_replay", lambda schedules, mode="count": replayed.append(schedules) or "ok")
+    rec = chains_mod.solve_pair(pair, profiles[0], 30, separate=(Fraction(0), 0))
+    assert rec["best"].startswith("fused at") and rec["replay"] is None and replayed == []
+    rec = chains_mod.solve_pair(pair, profiles[0], 30)
+    assert rec["replay"] == "ok" and len(replayed) == 1

@@ -248,11 +248,15 @@ def solve_pair(pair: Pair, profile: Any, time_limit: float, work_limit: float | 
     time = sum((s.predicted.time for s in schedules), Fraction(0))  # materialized: runs add up
     rec["time"] = _plain(time)
     rec["words"] = sum(s.predicted.words_total for s in schedules)
-    beats = separate is None or (time, rec["words"]) < tuple(separate)
     rec["gap"] = max((p.gap for p in phases), default=None)
     time_phases = [p.gap for p in phases if p.name == "time"]
     rec["time_gap"] = max(time_phases) if time_phases else None
-    rec["replay"] = "ok" if best == "unfused" else _replay(schedules) if beats else None
+    if best == "unfused":
+        rec["replay"] = "ok"
+    elif separate is None or _beats((time, rec["words"]), separate):
+        rec["replay"] = _replay(schedules)
+    else:
+        rec["replay"] = None  # never fused, so not checked
     import mapsearch.budget as budget
 
     stopped = budget.stopped()  # cut short by Ctrl-C: the caller drops it
@@ -321,8 +325,14 @@ def gain(record: Mapping[str, Any] | None, separate: tuple[Fraction, int] | None
         return None
     if record.get("replay") != "ok":
         return None
-    saved = (separate[0] - Fraction(record["time"]), separate[1] - int(record["words"]))
-    return saved if saved > (Fraction(0), 0) else None
+    chain = (Fraction(record["time"]), int(record["words"]))
+    return (separate[0] - chain[0], separate[1] - chain[1]) if _beats(chain, separate) else None
+
+
+def _beats(chain: tuple[Fraction, int], separate: tuple[Fraction, int]) -> bool:
+    """The chain's (time, words) is better than the separate layers', time first: the only case where fusing
+    can pay (:func:`gain`), and so the only one whose schedules :func:`solve_pair` replays."""
+    return (chain[0], chain[1]) < (separate[0], separate[1])
 
 
 def choose(pairs: Sequence[Pair], gains: Mapping[str, tuple[Fraction, int] | None]) -> list[Pair]:

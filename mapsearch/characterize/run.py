@@ -336,7 +336,8 @@ def _chain_fusion(model: str, profile: Profile, pairs: Sequence[Pair], rows: lis
         elif rec["best"] == "unfused":
             d["decision"] = "separate: the chain solve's best option is unfused"
         elif rec.get("replay") is None:
-            d["decision"] = f"separate: {rec['best']} was not replayed (it did not beat the layers' own schedules)"
+            d["decision"] = (f"separate: {rec['best']} was not replayed (it did not beat the layers' own schedules "
+                             "when it was solved)")
         elif gains[pair.first] is None:
             d["decision"] = f"separate: {rec['best']} does not beat the layers' own schedules (time, then words)"
         else:

@@ -29,11 +29,11 @@ at its default position, and uses the better schedule as a warm start
    and the better schedule starts the full search. Only where the narrow
    schedule idles the array (:func:`_idles_the_array`): elsewhere its time
    served the full search better. Where the narrow family cannot fill the
-   array whatever it finds (:func:`_narrow_idles_the_array`, a floor of its
+   array whatever it finds (:class:`TimeFloors`, a floor of its
    time), the coarse family is searched first, with the larger share: on
    conv1 under a 10 or 15 s limit the narrow search's half of the time
    left the coarse one too little to find anything. A coarse schedule
-   faster than the narrow family's time floor (:func:`_narrow_time_floor`)
+   faster than the narrow family's time floor (:class:`TimeFloors`)
    ends the first searches: no narrow schedule could be the better start.
    On an array of at least :data:`COARSE_ALONE_INSTANCES` instances the
    coarse family goes first too (:func:`_coarse_goes_first`): its model
@@ -161,18 +161,21 @@ def first_schedule(problem: Problem, options: SolveOptions, started: float,
     """
     if "narrow" not in families(problem, options):
         return _first(problem, options, started, solve_family, "coarse", COARSE_ALONE_SHARE)
-    if _coarse_goes_first(problem):
-        coarse = _first(problem, options, started, solve_family, "coarse", _coarse_share(problem))
-        if coarse is not None and _faster_than(coarse, _narrow_time_floor(problem)):
-            log.info("the coarse family's time is below the narrow family's floor: the narrow family is not searched")
-            log.info("the coarse family's schedule starts the full search")
+    floors = time_floors(problem)
+    why = _coarse_goes_first(problem, floors)
+    if why is not None:
+        log.info("%s: the coarse family is searched first", why)
+        coarse = _first(problem, options, started, solve_family, "coarse", _coarse_share(floors))
+        if coarse is not None and _faster_than(coarse, floors.narrow):
+            log.info("the coarse family's time is below the narrow family's floor (%s): the narrow family is not "
+                     "searched; the coarse family's schedule starts the full search", floors.narrow)
             return coarse
         narrow = None if budget.stopped() else _first(problem, options, started, solve_family, "narrow", COARSE_SHARE)
     else:
         narrow = _first(problem, options, started, solve_family, "narrow", TIME_SHARE)
         if budget.stopped():
             return narrow
-        if narrow is not None and not _idles_the_array(narrow, problem):
+        if narrow is not None and not _idles_the_array(narrow, floors.contract):
             log.info("the narrow family's schedule starts the full search (its time is within %dx the floor: the "
                      "coarse family is not searched)", COARSE_ABOVE_FLOOR)
             return narrow
@@ -202,7 +205,7 @@ def _first(problem: Problem, options: SolveOptions, started: float, solve_family
     return dataclasses.replace(result, family_restrictions=(NARROW_ONLY if family == "narrow" else COARSE_ONLY,))
 
 
-def _idles_the_array(narrow, problem: Problem) -> bool:
+def _idles_the_array(narrow, contract_floor: Fraction) -> bool:
     """The narrow schedule's time is at least :data:`COARSE_ABOVE_FLOOR` times the contract's time floor.
 
     Near the floor the coarse family has little time to gain, and its share
@@ -215,14 +218,47 @@ def _idles_the_array(narrow, problem: Problem) -> bool:
     3x3 layer, 614,656 against 3,316 on conv1) the network ran 4.95x faster.
     """
     time = next((p.value for p in narrow.phases if p.name == "time"), None)
-    floor = _contract_floors(problem)["time"]
-    return time is None or time >= COARSE_ABOVE_FLOOR * floor
+    return time is None or time >= COARSE_ABOVE_FLOOR * contract_floor
 
 
-def _coarse_goes_first(problem: Problem) -> bool:
-    """The coarse family is searched before the narrow one: where the narrow family cannot fill the array
-    (:func:`_narrow_idles_the_array`: its schedule would idle the array whatever it is), and on an array of
-    at least :data:`COARSE_ALONE_INSTANCES` instances.
+@dataclasses.dataclass(frozen=True)
+class TimeFloors:
+    """Floors of the time, in clocks: ``narrow`` of every schedule of the narrow family, ``contract`` of every
+    schedule of the contract (``model/family.phase_floors``).
+
+    The narrow family splits no window dimension over a mesh axis, so at
+    most ``prod_{d not in a window} E_d`` instances have a part at any step
+    (a dimension has at most ``E_d`` non-empty parts); the op calls of any
+    schedule are at least ``prod_d ceil(E_d / b_d)`` (model/bounds.compute_time_floor),
+    and the busiest of those instances takes at least their average.
+    ResNet-50's conv1 on ``tpu-v4i-like``: n x k x c = 192 of 65,536 PEs,
+    a narrow floor of 614,656 clocks against the contract's 3,316.
+    """
+
+    narrow: Fraction
+    contract: Fraction
+
+    @property
+    def narrow_idles_the_array(self) -> bool:
+        """The narrow floor is at least :data:`COARSE_ABOVE_FLOOR` times the contract's, so
+        :func:`_idles_the_array` holds for whatever schedule the narrow family has."""
+        return self.narrow >= COARSE_ABOVE_FLOOR * self.contract
+
+
+def time_floors(problem: Problem) -> TimeFloors:
+    """The narrow family's and the contract's time floors (:class:`TimeFloors`) of ``problem``."""
+    windows, _, _ = split_windows(problem, frozenset(), None)
+    in_window = {d for win in windows for d in win.dims}
+    busy = min(math.prod(level.instances for level in problem.architecture.levels),
+               math.prod(e for d, e in problem.workload.extents if d not in in_window))
+    scale = clock_scale(problem.architecture)
+    return TimeFloors(Fraction(compute_time_floor(problem, scale, busy), scale), _contract_floors(problem)["time"])
+
+
+def _coarse_goes_first(problem: Problem, floors: TimeFloors) -> str | None:
+    """Why the coarse family is searched before the narrow one, or None: where the narrow family cannot fill
+    the array (its schedule would idle it whatever it is), and on an array of at least
+    :data:`COARSE_ALONE_INSTANCES` instances.
 
     On such an array every model takes seconds to build, the coarse one the
     fewest (ResNet-50's conv5 3x3 layer over the ``tpu-v4i-like`` profile:
@@ -235,21 +271,16 @@ def _coarse_goes_first(problem: Problem) -> bool:
     where the coarse schedule is above its floor (conv4's 3x3 layer:
     2,412 clocks from the narrow family, 22,176 from the coarse one).
     """
-    if _narrow_idles_the_array(problem):
-        log.info("the narrow family cannot fill the array (its time floor is at least %dx the floor): the coarse "
-                 "family is searched first", COARSE_ABOVE_FLOOR)
-        return True
+    if floors.narrow_idles_the_array:
+        return f"the narrow family cannot fill the array (its time floor is at least {COARSE_ABOVE_FLOOR}x the floor)"
     instances = math.prod(level.instances for level in problem.architecture.levels)
     if instances >= COARSE_ALONE_INSTANCES:
-        log.info("an array of %d instances: the coarse family, whose model builds fastest, is searched first",
-                 instances)
-        return True
-    return False
+        return f"an array of {instances} instances, where the coarse family's model builds fastest"
+    return None
 
 
-def _coarse_share(problem: Problem) -> float:
-    """The coarse family's share of the time left where it is searched before the narrow one
-    (:func:`_coarse_goes_first`).
+def _coarse_share(floors: TimeFloors) -> float:
+    """The coarse family's share of the time left where it is searched before the narrow one.
 
     :data:`COARSE_FIRST_SHARE` where the narrow family's time floor is at
     least :data:`NARROW_FAR_ABOVE` times the contract's: a narrow schedule
@@ -262,47 +293,15 @@ def _coarse_share(problem: Problem) -> float:
     20 s has 51,408 clocks from the coarse family and 28,224, the narrow
     floor, from the narrow one, found in the half it gets.
     """
-    far = _narrow_time_floor(problem) >= NARROW_FAR_ABOVE * _contract_floors(problem)["time"]
-    return COARSE_FIRST_SHARE if far else COARSE_SHARE
+    return COARSE_FIRST_SHARE if floors.narrow >= NARROW_FAR_ABOVE * floors.contract else COARSE_SHARE
 
 
 def _faster_than(result, floor: Fraction) -> bool:
     """``result``'s first phase is the time and its value is below ``floor``: no schedule whose time is at
-    least ``floor`` can beat it (the phases compare in priority order)."""
+    least ``floor`` can beat it (``first_schedule`` keeps the better start, phases compared in priority order).
+    On the ResNet-50 3x3 layer on ``tpu-v4i-like`` the narrow search took 2.2 of 10 s to find 28,224
+    clocks, its floor, after the coarse family had found 11,788."""
     return bool(result.phases) and result.phases[0].name == "time" and result.phases[0].value < floor
-
-
-def _narrow_idles_the_array(problem: Problem) -> bool:
-    """:func:`_narrow_time_floor` is at least :data:`COARSE_ABOVE_FLOOR` times the contract's time floor, so
-    :func:`_idles_the_array` holds for whatever schedule the narrow family has."""
-    return _narrow_time_floor(problem) >= COARSE_ABOVE_FLOOR * _contract_floors(problem)["time"]
-
-
-def _narrow_time_floor(problem: Problem) -> Fraction:
-    """A floor of the time of every schedule of the narrow family, in clocks.
-
-    Where it is at least :data:`COARSE_ABOVE_FLOOR` times the contract's time
-    floor, :func:`_idles_the_array` holds for whatever schedule the narrow
-    family has; where the coarse family's schedule is faster than it, the
-    narrow family cannot give a better start (``first_schedule`` keeps the
-    better one, time first), so it is not searched: on the ResNet-50 3x3
-    layer on ``tpu-v4i-like`` it took 2.2 of 10 s to find 28,224 clocks,
-    its floor, after the coarse family had found 11,788.
-
-    The narrow family splits no window dimension over a mesh axis, so at
-    most ``prod_{d not in a window} E_d`` instances have a part at any step
-    (a dimension has at most ``E_d`` non-empty parts); the op calls of any
-    schedule are at least ``prod_d ceil(E_d / b_d)`` (model/bounds.compute_time_floor),
-    and the busiest of those instances takes at least their average.
-    ResNet-50's conv1 on ``tpu-v4i-like``: n x k x c = 192 of 65,536 PEs,
-    a narrow floor of 614,656 clocks against the contract's 3,316.
-    """
-    windows, _, _ = split_windows(problem, frozenset(), None)
-    in_window = {d for win in windows for d in win.dims}
-    busy = min(math.prod(level.instances for level in problem.architecture.levels),
-               math.prod(e for d, e in problem.workload.extents if d not in in_window))
-    scale = clock_scale(problem.architecture)
-    return Fraction(compute_time_floor(problem, scale, busy), scale)
 
 
 _FAMILIES = {"narrow": "narrow family (windows unsplit over mesh axes, default positions)",

@@ -114,8 +114,8 @@ def test_the_start_is_the_better_first_schedule_and_the_solve_still_finds_the_wi
     # The coarse family first (the narrow one idles the array); its 2 clocks are below the narrow family's
     # floor of 12, so that family is not searched.
     assert [m.split(" (")[0] for m in messages if m.startswith(("narrow family", "coarse family"))] == ["coarse family"]
-    assert "the coarse family's time is below the narrow family's floor: the narrow family is not searched" in messages
-    assert "the coarse family's schedule starts the full search" in messages
+    assert ("the coarse family's time is below the narrow family's floor (12): the narrow family is not searched; "
+            "the coarse family's schedule starts the full search") in messages
     brute = bfs.brute_force_spatial(ROW_STATIONARY, PE_ARRAY)
     assert result.status == "OPTIMAL_IN_FAMILY"  # proven; positions at the meshed level are not searched
     assert [r.startswith("buffer placement") for r in result.family_restrictions] == [True]
@@ -127,7 +127,7 @@ def test_first_families_without_a_schedule_give_no_start(caplog, monkeypatch) ->
     """A first search's infeasibility or timeout is not the problem's: no start, the reason logged."""
     from mapsearch.errors import InfeasibleError, SolverTimeout
 
-    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
+    monkeypatch.setattr(narrow, "_coarse_goes_first", lambda problem, floors: None)  # the narrow family first
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     for error in (InfeasibleError("no schedule in the narrow family"), SolverTimeout("no schedule in 0.1 s")):
         def fails(_options, _family, error=error):
@@ -156,7 +156,7 @@ def test_the_narrow_schedule_is_the_start_where_the_coarse_family_has_none() -> 
 
 
 def test_the_first_searches_get_shares_of_the_time_left(monkeypatch) -> None:
-    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
+    monkeypatch.setattr(narrow, "_coarse_goes_first", lambda problem, floors: None)  # the narrow family first
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
     search = _search_family(p)
@@ -232,7 +232,7 @@ def test_stopped_during_the_narrow_search_the_result_is_its_schedule(monkeypatch
         return found
 
     monkeypatch.setattr(run, "_search", narrow_then_stop)
-    monkeypatch.setattr(narrow, "_narrow_idles_the_array", lambda problem: False)  # the narrow family first
+    monkeypatch.setattr(narrow, "_coarse_goes_first", lambda problem, floors: None)  # the narrow family first
     result = solve(Problem(ROW_STATIONARY, PE_ARRAY), options=OPTIONS)
     assert searched == ["narrow"]  # neither the coarse nor the full search ran
     assert result.interrupted and result.status == "FEASIBLE"
@@ -394,8 +394,8 @@ def test_a_narrow_family_that_cannot_fill_the_array_goes_second() -> None:
     could not give a better start and is not searched."""
     seen = []
     p = Problem(ROW_STATIONARY, PE_ARRAY)
-    assert narrow._narrow_idles_the_array(p)
-    assert narrow._narrow_time_floor(p) == 12
+    floors = narrow.time_floors(p)
+    assert floors.narrow_idles_the_array and (floors.narrow, floors.contract) == (12, 2)
     search = _search_family(p)
     found = narrow.first_schedule(p, SolveOptions(time_limit=40), time.perf_counter(),
                                   lambda o, family: seen.append((o, family)) or search(o, family))
@@ -428,7 +428,7 @@ def test_the_coarse_family_gets_most_of_the_time_where_the_narrow_floor_is_far_a
     """Where the narrow family's floor is at least NARROW_FAR_ABOVE times the contract's, the coarse search
     first gets nine tenths of the time left; the row-stationary case's 12 clocks are 6x the floor of 2: half.
     (ResNet-50's conv1 on tpu-v4i-like, 185x: below.)"""
-    assert narrow._coarse_share(Problem(ROW_STATIONARY, PE_ARRAY)) == narrow.COARSE_SHARE
+    assert narrow._coarse_share(narrow.time_floors(Problem(ROW_STATIONARY, PE_ARRAY))) == narrow.COARSE_SHARE
 
 
 @pytest.mark.parametrize("preset, idles", [("tpu-v4i-like", True), ("eyeriss-like", False)])
@@ -442,10 +442,11 @@ def test_the_narrow_floor_of_resnet_conv1(preset, idles) -> None:
     w = Workload.from_text("conv1", "O[n,k,p,q] += I[n,c,p*2+r,q*2+s] * W[k,c,r,s]",
                            dict(n=1, k=64, c=3, p=112, q=112, r=7, s=7))
     p = Problem(w, load_preset(preset))
-    assert narrow._narrow_idles_the_array(p) is idles
+    floors = narrow.time_floors(p)
+    assert floors.narrow_idles_the_array is idles
     if idles:
-        assert narrow._narrow_time_floor(p) == 614_656
-        assert narrow._coarse_share(p) == narrow.COARSE_FIRST_SHARE  # 614,656 >= 10 x 3,316
+        assert floors.narrow == 614_656
+        assert narrow._coarse_share(floors) == narrow.COARSE_FIRST_SHARE  # 614,656 >= 10 x 3,316
 
 
 def test_the_narrow_familys_time_phase_takes_most_of_its_limit_and_the_words_phase_the_rest(monkeypatch) -> None:
@@ -478,7 +479,8 @@ def test_the_coarse_family_goes_first_on_a_large_array(preset, first) -> None:
     w = Workload.from_text("conv4", "O[n,k,p,q] += I[n,c,p+r,q+s] * W[k,c,r,s]",
                            dict(n=1, k=256, c=256, p=14, q=14, r=3, s=3))
     p = Problem(w, load_preset(preset))
-    assert not narrow._narrow_idles_the_array(p)
-    assert narrow._coarse_goes_first(p) is first
+    floors = narrow.time_floors(p)
+    assert not floors.narrow_idles_the_array
+    assert (narrow._coarse_goes_first(p, floors) is not None) is first
     if first:
-        assert narrow._coarse_share(p) == narrow.COARSE_SHARE
+        assert narrow._coarse_share(floors) == narrow.COARSE_SHARE

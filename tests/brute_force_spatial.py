@@ -8,14 +8,16 @@ straight from docs/spatial.md ("What the solver searches"):
 - every tile chain ``E >= T_1 >= ... >= T_J >= 1`` of every dimension, the
   pinned dimensions of ``tests/brute_force.py`` held whole; the two
   dimensions of a filter window (an input axis over two) split spatially
-  as ``WINDOW_PARTS`` says: ``"solver"`` (the solver's family, the
-  default) in every part at the innermost level (L0, which has no link
-  below it) and above it only in *equal* parts, which give every instance
-  the same part of every parent piece (every level-``(s-1)`` piece of the
-  instance's tree, whose ancestors' parts are equal too, is ``factor *
-  P``); ``"equal"`` in equal parts at every level; ``"all"`` in every part
-  (the contract's whole family, to measure what the solver leaves out);
-  ``"none"`` never (the solver's family before);
+  as ``WINDOW_PARTS`` says: ``"all"`` in every part (the contract's
+  whole family, and the solver's on cases this small, the default);
+  ``"equal_above"`` in every part at the innermost level (L0, which has
+  no link below it) and above it only in *equal* parts, which give every
+  instance the same part of every parent piece (every level-``(s-1)``
+  piece of the instance's tree, whose ancestors' parts are equal too, is
+  ``factor * P``: the solver's family before unequal parts above L0, and
+  its family still where those would pass its limits); ``"equal"`` in
+  equal parts at every level; ``"none"`` never (the family before
+  window dimensions were split over mesh axes);
 - at every meshed level ``s`` (a level with more than one instance; there
   may be several), per dimension, every part extent ``P_s`` with
   ``T_{s-1} >= P_s >= T_s`` (the contract's parts: each level-``(s-1)``
@@ -121,7 +123,7 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
 POSITIONS = True  # buffers above the mesh at every position above it (False: default positions only)
 OUTPUT_POSITIONS = True  # False: an output's lowest buffer above the mesh at its default position (the family before)
-WINDOW_PARTS = "solver"  # a filter window's dims: "solver" (equal parts above L0), "equal", "all" or "none"
+WINDOW_PARTS = "all"  # a filter window's dims: "all", "equal_above" (equal parts above L0), "equal" or "none"
 
 
 def _largest_axis(arch: Architecture, s: int) -> int:
@@ -164,7 +166,7 @@ def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinn
     ``meshed``: ``(level, largest axis)`` per meshed level; a part is the
     parent extent where the level does not split the dimension.
     ``window``: the dimension is a filter window's, split as ``WINDOW_PARTS``
-    says (``"solver"``, ``"equal"``, ``"all"``, ``"none"``).
+    says (``"all"``, ``"equal_above"``, ``"equal"``, ``"none"``).
     """
     if pinned:
         chain = (extent,) * depth
@@ -188,8 +190,8 @@ def dim_options(extent: int, depth: int, meshed: Sequence[tuple[int, int]], pinn
         for combo in itertools.product(*per_level):
             parts, factors = tuple(p for p, _ in combo), tuple(f for _, f in combo)
             levels = [s for s, _ in meshed]
-            # "solver": the innermost level (depth) may have any part, the levels above equal ones.
-            checked = [n for n, s in enumerate(levels) if window == "equal" or (window == "solver" and s < depth)]
+            # "equal_above": the innermost level (depth) may have any part, the levels above equal ones.
+            checked = [n for n, s in enumerate(levels) if window == "equal" or (window == "equal_above" and s < depth)]
             if checked and not equal_parts(extent, chain, {levels[n]: parts[n] for n in checked},
                                            {levels[n]: factors[n] for n in checked}):
                 continue

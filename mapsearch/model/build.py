@@ -30,6 +30,7 @@ from mapsearch.model.residency import add_link_times, add_link_words, add_reside
 from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
+from mapsearch.model.spatial_chains import WINDOW_COPIES_LIMIT, copies_of
 from mapsearch.model.window_pruning import prune_window_chains
 from mapsearch.model.windows import Window, find_windows, held_whole_restriction, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
@@ -40,8 +41,10 @@ from mapsearch.model.options import SolveOptions
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool,
-                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0) -> DimChains:
-    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied)
+                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0,
+                   unequal_above: bool = True) -> DimChains:
+    return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied,
+                            unequal_above)
 
 
 def dimension_chains(p: Problem, constraints: Constraints,
@@ -65,15 +68,35 @@ def dimension_chains(p: Problem, constraints: Constraints,
     (:mod:`mapsearch.budget`) is checked per dimension: building counts
     against the solve's time limit.
     """
-    w, arch = p.workload, p.architecture
     if windows is None:
         windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
-    pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
-    in_window = {(win.tensor, d) for win in windows for d in win.dims}
+    pinned = pinned_dims(p.workload, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
     J = p.depth
     meshed = bool(meshed_levels(p))
+    out = _chains_of(p, constraints, unit_dims, extra_footprints, windows, held_whole, windows_over_mesh, pinned, True)
+    window_dims = {d: out[d] for win in windows for d in win.dims}
+    if max((copies_of(window_dims, a) for a in range(1, J + 1)), default=1) > WINDOW_COPIES_LIMIT:
+        # Too many classes of link copies to time each: the window dimensions keep equal parts above L0.
+        out.update(_chains_of(p, constraints, unit_dims, extra_footprints, windows, held_whole, windows_over_mesh,
+                              pinned, False, only=frozenset(window_dims)))
+    if coarse_only:
+        out = {d: _coarse(ch, meshed) for d, ch in out.items()}
+    if windows:
+        out = prune_window_chains(out, windows, J)
+    return out, pinned
+
+
+def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], extra_footprints, windows,
+               held_whole: str | None, windows_over_mesh: bool, pinned: frozenset[str], unequal_above: bool,
+               only: frozenset[str] | None = None) -> dict[str, DimChains]:
+    """The chains of every dimension (of ``only``), before the window pruning (:func:`dimension_chains`)."""
+    w, arch = p.workload, p.architecture
+    in_window = {(win.tensor, d) for win in windows for d in win.dims}
+    J = p.depth
     out: dict[str, DimChains] = {}
     for d, extent in w.extents:
+        if only is not None and d not in only:
+            continue
         bounds = [(1, extent)] * J
         for lim in constraints.tiles:
             if lim.dim == d:
@@ -108,15 +131,13 @@ def dimension_chains(p: Problem, constraints: Constraints,
         # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
         spatial = chain_spatial(p) if windows_over_mesh or not windowed else ()
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
-                                spatial, windowed, tied)
+                                spatial, windowed, tied, unequal_above)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
-        out[d] = _coarse(chains, meshed) if coarse_only else chains
+        out[d] = chains
         checkpoint(f"enumerating the tile chains of {d}")
-    if windows:
-        out = prune_window_chains(out, windows, J)
-    return out, pinned
+    return out
 
 
 def _coarse(chains: DimChains, meshed: bool) -> DimChains:

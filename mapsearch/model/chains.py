@@ -187,6 +187,7 @@ def enumerate_chains(
     spatial: tuple[tuple[int, int], ...] = (),
     window: bool = False,
     tied: int = 0,
+    unequal_above: bool = True,
 ) -> DimChains:
     """Chains of one dimension of ``extent`` over ``depth`` levels below the top.
 
@@ -201,7 +202,8 @@ def enumerate_chains(
     coincidences read the chains' advance and context types; pruning then
     also compares those (so it stays exact) and does not drop chains on
     stillness (a window's still factor is not monotone in one chain's still
-    sums). ``tied``: the tiles of levels ``1..tied`` are tied to another
+    sums); ``unequal_above=False`` keeps its parts above L0 equal
+    (model/spatial_chains.py). ``tied``: the tiles of levels ``1..tied`` are tied to another
     model's chains (a shared dimension of a fused group's stage: its outer
     nest, model/fusion.py), so a chain is pruned only by one with the same
     tiles there: another stage may need exactly those tiles, and a chain
@@ -230,8 +232,9 @@ def enumerate_chains(
     if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")
-        # A window dimension: equal parts above the innermost level (docs/spatial.md, "Split windows over mesh axes").
-        q = spatial_quantities(q, spatial, footprints, block, window=window)
+        # A window dimension: unequal parts above the innermost level within limits, else equal ones
+        # (docs/spatial.md, "Split windows over mesh axes").
+        q = spatial_quantities(q, spatial, footprints, block, window=window, unequal_above=unequal_above)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     if window:
         from mapsearch.model.window_types import instance_classes, window_signature
@@ -239,8 +242,9 @@ def enumerate_chains(
         if q.get("parts") is None:
             q["window"] = window_signature(extent, q["tiles"])
         else:  # the types of every instance the views read, and how many instances each stands for
-            trees, sizes = instance_classes(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
-            q["window"] = np.concatenate([window_signature(extent, q["tiles"], trees), sizes], axis=1)
+            classes = instance_classes(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
+            q["window"] = np.concatenate([window_signature(extent, q["tiles"], classes.trees), classes.signature()],
+                                         axis=1)
     return _prune(q, raw, reduced, label)
 
 

@@ -67,8 +67,8 @@ class Encoding:
     spatial_levels: tuple[int, ...] = ()  # the meshed levels (more than one instance), outermost first
     factor: dict[tuple[str, int], Q] = field(default_factory=dict)  # (split dim, meshed level number) -> its parts
     on_axis: dict[tuple[str, int, int], Literal] = field(default_factory=dict)  # (dim, meshed level number, axis) -> mapped there
-    link_tensor_down_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)  # per link copy (time)
-    link_tensor_up_busiest: dict[tuple[str, int], Q] = field(default_factory=dict)
+    link_tensor_down_busiest: dict[tuple[str, int, int], Q] = field(default_factory=dict)  # per link copy class (time)
+    link_tensor_up_busiest: dict[tuple[str, int, int], Q] = field(default_factory=dict)
     busiest_calls: Q | None = None
     rows: object = None  # model/dram_rows.RowTerms when DRAM rows are modelled
     at: dict = field(default_factory=dict)  # (tensor, level) -> {cut: literal}: the buffer's position (model/placement.py)

@@ -37,7 +37,7 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
            for d, c in enc.chains.items() for family, name in zip(c.parts_family or (), names) if family not in (ALL_PARTS, EQUAL_PARTS)]
     if cut:  # model/spatial_chains.py: beyond its row limit, fewer part extents are cut
         out.append("spatial parts: " + "; ".join(f"{d} {family}" for d, family in cut))
-    spatial_windows = spatial_restriction(enc)  # window dimensions: equal parts above L0
+    spatial_windows = spatial_restriction(enc)  # window dimensions beyond their limits: equal parts above L0
     if spatial_windows:
         out.append(spatial_windows)
     reason = placement_disabled_reason(enc)
@@ -50,9 +50,9 @@ def family_restrictions(enc: Encoding) -> tuple[str, ...]:
 
 
 def spatial_restriction(enc: Encoding) -> str | None:
-    """The family restriction a spatial fanout puts on split windows: their dimensions are split over mesh
-    axes above the innermost level in equal parts only (model/spatial_chains.EQUAL_PARTS), named at the levels
-    where an unequal part was left out."""
+    """The family restriction a spatial fanout puts on split windows whose unequal parts above the innermost
+    level would pass the limits of model/spatial_chains.py: their dimensions are split over mesh axes there in
+    equal parts only (EQUAL_PARTS), named at the levels where an unequal part was left out."""
     levels = enc.problem.architecture.levels
     cut = {(d, levels[s].name) for win in enc.windows for d in win.dims
            for s, family in zip(enc.spatial_levels, enc.chains[d].parts_family or ()) if family == EQUAL_PARTS}

@@ -39,13 +39,16 @@ def add_link_words(enc: Encoding) -> None:
     """``link_tensor_down/up[(X, a)]`` for every tensor and link into level ``a``.
 
     Below a meshed level a link has one copy per instance of its parent:
-    the words are summed over the copies and the busiest copy's words
-    (``*_busiest``, the lowest copy's) set the time. Partial sums of an
-    output come back per instance, less the first visit of each region the
-    instance owns (:func:`first_visits`). The views of model/spatial.py give
-    per link the copies, multicast and in-network reduction.
+    the words are summed over the copies and each copy the model tells
+    apart (``*_busiest[(X, a, n)]``, the ``n``-th of
+    :func:`~mapsearch.model.spatial.copy_classes`: the lowest copy, and one
+    per class of a window dimension's unequal parts) sets a floor of the
+    time. Partial sums of an output come back per instance, less the first
+    visit of each region the instance owns (:func:`first_visits`). The
+    views of model/spatial.py give per link the copies, multicast and
+    in-network reduction.
     """
-    from mapsearch.model.spatial import views
+    from mapsearch.model.spatial import copy_classes, views
 
     p = enc.problem
     w = p.workload
@@ -55,10 +58,11 @@ def add_link_words(enc: Encoding) -> None:
         is_out = w.is_output(t)
         for a in range(1, J + 1):
             per_copy = any(s < a for s in enc.spatial_levels)
+            copies = copy_classes(enc, a) if per_copy else [{}]
             down: list[Q] = []
             up: list[Q] = []
-            down_time: list[Q] = []
-            up_time: list[Q] = []
+            down_time: list[list[Q]] = [[] for _ in copies]
+            up_time: list[list[Q]] = [[] for _ in copies]
             if a > home:
                 for i in range(a, J + 1):
                     through = through_literal(enc, t, a, i)
@@ -66,26 +70,30 @@ def add_link_words(enc: Encoding) -> None:
                         continue
                     words = _words(enc, t, i, views(enc, t, i, a, "words"))
                     moved = enc.select(through, words, Q.const(0), f"cross_{t}_{a}_{i}")
-                    busy = views(enc, t, i, a, "time") if per_copy else None
-                    busiest = region_words(enc, t, i, busy) if per_copy else words
-                    moved_time = enc.select(through, busiest, Q.const(0), f"cross_time_{t}_{a}_{i}") if per_copy else moved
-                    if not is_out:
+                    if is_out:
+                        # Every instance that is not grouped with others (for in-network
+                        # reduction) creates each region of its share as zeros once.
+                        seen = views(enc, t, i, a, "back")
+                        back = _minus(_words(enc, t, i, seen), first_visits(enc, t, i, seen))
+                        down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
+                        up.append(moved)
+                    else:
                         down.append(moved)
-                        down_time.append(moved_time)
-                        continue
-                    up.append(moved)
-                    up_time.append(moved_time)
-                    # Every instance that is not grouped with others (for in-network
-                    # reduction) creates each region of its share as zeros once.
-                    seen = views(enc, t, i, a, "back")
-                    back = _minus(_words(enc, t, i, seen), first_visits(enc, t, i, seen))
-                    back_time = _minus(busiest, first_visits(enc, t, i, busy)) if per_copy else back
-                    down.append(enc.select(through, back, Q.const(0), f"back_{t}_{a}_{i}"))
-                    down_time.append(enc.select(through, back_time, Q.const(0), f"back_time_{t}_{a}_{i}"))
+                    for n, copy in enumerate(copies):
+                        busy = views(enc, t, i, a, "time", copy) if per_copy else None
+                        busiest = region_words(enc, t, i, busy) if per_copy else words
+                        moved_time = enc.select(through, busiest, Q.const(0), f"cross_time_{t}_{a}_{i}") if per_copy else moved
+                        if not is_out:
+                            down_time[n].append(moved_time)
+                            continue
+                        up_time[n].append(moved_time)
+                        back_time = _minus(busiest, first_visits(enc, t, i, busy)) if per_copy else back
+                        down_time[n].append(enc.select(through, back_time, Q.const(0), f"back_time_{t}_{a}_{i}"))
             enc.link_tensor_down[(t, a)] = enc.total(down)
             enc.link_tensor_up[(t, a)] = enc.total(up)
-            enc.link_tensor_down_busiest[(t, a)] = enc.total(down_time)
-            enc.link_tensor_up_busiest[(t, a)] = enc.total(up_time)
+            for n in range(len(copies)):
+                enc.link_tensor_down_busiest[(t, a, n)] = enc.total(down_time[n])
+                enc.link_tensor_up_busiest[(t, a, n)] = enc.total(up_time[n])
 
 
 def _words(enc: Encoding, t: str, i: int, seen: dict) -> Q:
@@ -184,19 +192,31 @@ def add_link_times(enc: Encoding) -> None:
 
     shared:   time = (down + up) * input_clocks_per_word
     separate: time = max(down * input_clocks_per_word, up * output_clocks_per_word)
+
+    taken per copy of :func:`~mapsearch.model.spatial.copy_classes` and
+    then the largest over them (the link's time is its busiest copy's).
     """
+    from mapsearch.model.spatial import copy_classes
+
     p = enc.problem
     for a in range(1, p.depth + 1):
         link = p.architecture.levels[a].link
-        down = enc.total([enc.link_tensor_down_busiest[(t, a)] for t in p.workload.tensor_names])
-        up = enc.total([enc.link_tensor_up_busiest[(t, a)] for t in p.workload.tensor_names])
         icpw = int(link.input_clocks_per_word * enc.scale)
         ocpw = int(link.output_clocks_per_word * enc.scale)
-        if link.lines == "shared":
-            enc.link_time[a] = enc.scaled(enc.total([down, up]), icpw)
-        else:
-            d, u = enc.scaled(down, icpw), enc.scaled(up, ocpw)
-            hi = max(d.hi, u.hi)
-            v = enc.model.new_int_var(max(d.lo, u.lo), hi, f"link_time_L{a}")
-            enc.model.add_max_equality(v, [d.expr, u.expr])
-            enc.link_time[a] = Q(v, max(d.lo, u.lo), hi)
+        times = []
+        for n in range(len(copy_classes(enc, a)) if any(s < a for s in enc.spatial_levels) else 1):
+            down = enc.total([enc.link_tensor_down_busiest[(t, a, n)] for t in p.workload.tensor_names])
+            up = enc.total([enc.link_tensor_up_busiest[(t, a, n)] for t in p.workload.tensor_names])
+            if link.lines == "shared":
+                times.append(enc.scaled(enc.total([down, up]), icpw))
+            else:
+                times.append(_largest(enc, [enc.scaled(down, icpw), enc.scaled(up, ocpw)], f"link_time_L{a}"))
+        enc.link_time[a] = times[0] if len(times) == 1 else _largest(enc, times, f"link_time_L{a}_copies")
+
+
+def _largest(enc: Encoding, qs: list[Q], stem: str) -> Q:
+    """``max(qs)`` as a quantity."""
+    lo, hi = max(q.lo for q in qs), max(q.hi for q in qs)
+    v = enc.model.new_int_var(lo, hi, stem)
+    enc.model.add_max_equality(v, [q.expr for q in qs])
+    return Q(v, lo, hi)

@@ -37,8 +37,8 @@ a view into selects between the tables.
 
 from __future__ import annotations
 
+import itertools
 import math
-
 
 from mapsearch.errors import InfeasibleError
 from mapsearch.model.encoding import Encoding, Literal, Q, negate
@@ -281,13 +281,40 @@ def _shared(enc: Encoding, d: str, lv: int, tensor: str):
     return REP if lit is True else SUM if lit is False else lit
 
 
-def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str) -> dict:
+def copy_classes(enc: Encoding, link: int) -> list[dict[tuple[str, int], str]]:
+    """The copies of the link into ``link`` whose time the model takes: one per combination of classes.
+
+    A copy's words are its own instance's. Along a plain dimension the
+    lowest instance, whose part is the largest in every piece, is the
+    busiest (docs/spatial.md, fact 3); along a filter window's dimension
+    split unequally above the link it need not be (a smaller part can lose
+    a coincidence), so every class of digits there is a copy of its own
+    (``"cls<c>"`` views of the chains, model/spatial_chains.py). Each
+    combination maps ``(dimension, meshed level number)`` to its entry
+    (absent: ``"rep"``); ``[{}]`` where no dimension has such classes.
+    """
+    key = ("copy_classes", link)
+    if key not in enc.cache:
+        choices = []
+        for d in sorted({d for win in enc.windows for d in win.dims}):
+            table = enc.chains[d].flavoured
+            for lv, s in enumerate(enc.spatial_levels):
+                classes = sorted({v[lv] for v in table or () if v[lv] not in (REP, SUM)}) if s < link else []
+                if classes:
+                    choices.append([((d, lv), entry) for entry in [REP] + classes])
+        enc.cache[key] = [dict(combo) for combo in itertools.product(*choices)]
+    return enc.cache[key]
+
+
+def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str,
+          copy: dict[tuple[str, int], str] | None = None) -> dict:
     """Per split dimension, how its pieces count for ``tensor``'s buffer at ``level`` on the link into ``link``.
 
     A tuple with one entry per meshed level (see the module docstring).
     ``purpose``: ``"words"`` (inputs down, outputs up, summed over the
-    link's copies), ``"time"`` (the busiest copy: the lowest; partial sums
-    back to it too) or ``"back"`` (output partial sums down, over all copies).
+    link's copies), ``"time"`` (one copy, ``copy`` of :func:`copy_classes`,
+    by default the lowest; partial sums back to it too) or ``"back"``
+    (output partial sums down, over all copies).
     """
     if not enc.spatial_levels or level < enc.spatial_levels[0]:
         return {}
@@ -300,7 +327,7 @@ def views(enc: Encoding, tensor: str, level: int, link: int, purpose: str) -> di
             elif s < link and purpose == "words":
                 entries.append(SUM)
             elif s < link and purpose == "time":
-                entries.append(REP)
+                entries.append((copy or {}).get((d, lv), REP))
             else:
                 entries.append(_shared(enc, d, lv, tensor))
         out[d] = tuple(entries)
@@ -333,5 +360,5 @@ def all_views(enc: Encoding, d: str, entry: str) -> tuple | None:
     return (entry,) * len(enc.spatial_levels) if d in split_dims(enc) else None
 
 
-__all__ = ["meshed_levels", "chain_spatial", "split_dims", "add_mesh_factors", "add_must_reuse", "views",
+__all__ = ["meshed_levels", "chain_spatial", "split_dims", "add_mesh_factors", "add_must_reuse", "views", "copy_classes",
            "resolve_view", "view_key", "all_views", "negate"]

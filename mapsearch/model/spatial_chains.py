@@ -19,8 +19,11 @@ every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
 divide the parent tile and its pieces; the widest combination whose (chain,
 part) rows stay within :data:`SPATIAL_ROWS_LIMIT` (every part at every
 level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). A filter window's
-dimension gets :data:`EQUAL_PARTS` above L0 (:func:`equal_part_choices`)
-and the widest family within :data:`WINDOW_ROWS_LIMIT` at L0.
+dimension gets every part at every level within :data:`WINDOW_ROWS_LIMIT`
+and :data:`WINDOW_CLASSES_LIMIT` (its link copies' classes, each a view
+``"cls<c>"``: :func:`copy_classes`), else :data:`EQUAL_PARTS` above L0
+(:func:`equal_part_choices`) and the widest family within
+:data:`WINDOW_ROWS_LIMIT` at L0.
 ``parts_family`` names what was cut per level (a family restriction of the
 result unless every level has :data:`ALL_PARTS`).
 """
@@ -28,11 +31,12 @@ result unless every level has :data:`ALL_PARTS`).
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from mapsearch.budget import checkpoint
-from mapsearch.model.spatial_views import Pieces, all_view_tables
+from mapsearch.model.spatial_views import Pieces, all_view_tables, digit_classes, expanded_pieces
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
@@ -54,6 +58,17 @@ EQUAL_PARTS = "equal parts only"
 # three of five layers ended 30 s with more words than with equal parts only (280 rows); with this limit
 # (p of 56: even divisions, 424 rows; of 28: balanced parts) four end as with equal parts, conv5 with fewer words.
 WINDOW_ROWS_LIMIT = 2_000
+# A window dimension's parts above L0 may be unequal where every part at every level stays within
+# WINDOW_ROWS_LIMIT and its classes of link copies (the digits of each class do the same work) number at most
+# this, counted as the product over the levels above L0 of 1 + the classes beyond digit 0's: each combination
+# of the window dimensions' classes is one more link time the model posts (model/residency.py).
+WINDOW_CLASSES_LIMIT = 8
+# The link copies the model times on their own below a split above L0 (model/spatial.copy_classes): the
+# product over the window dimensions of their classes. Each is one more set of words per link: ResNet-50's
+# window layers on tpu-v4i-like and simba-like have 16 to 64 (conv1 on tpu-v4i-like then built in 167 s
+# instead of 10 s), so they keep equal parts; a 1-D window, or a 2-D one with one dimension split unequally,
+# has at most 4.
+WINDOW_COPIES_LIMIT = 4
 _CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
@@ -246,22 +261,43 @@ def equal_part_choices(tiles: np.ndarray, extent: int, s: int, max_factor: int,
 
 # ----------------------------------------------------------------------------- the chains
 def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints, block: int,
-                       window: bool = False) -> dict:
+                       window: bool = False, unequal_above: bool = True) -> dict:
     """Add a part per meshed level to every chain: one row per (chain, parts); the unsplit part is the parent.
 
     ``spatial``: ``(level, largest mesh axis)`` per meshed level, outermost
     first. The rows gain ``parts``/``factors`` (one column per meshed level)
     and ``flavoured``: the tables of every view, keyed by a tuple of
     ``"rep"``/``"sum"`` per meshed level. ``window`` (a filter window's
-    dimension, docs/spatial.md "Split windows over mesh axes"):
+    dimension, docs/spatial.md "Split windows over mesh axes"): every part
+    at every level where those rows stay within :data:`WINDOW_ROWS_LIMIT`
+    and the classes of digits above L0 within
+    :data:`WINDOW_CLASSES_LIMIT` (each class of a link copy is then a view
+    too, ``"cls<c>"``: model/window_types.py); otherwise
     :data:`EQUAL_PARTS` at every meshed level but the innermost level (the
     family is named :data:`ALL_PARTS` at a level where it leaves no part
-    out), the widest family within the row limits there.
+    out), the widest family within the row limits there (so too with
+    ``unequal_above=False``: model/build.py keeps equal parts where the
+    classes of every window dimension together pass
+    :data:`WINDOW_COPIES_LIMIT`).
     """
+    if window and unequal_above:
+        unequal = _with_parts(q, spatial, footprints, block, window=True, unequal=True)
+        if unequal is not None:
+            return unequal
+    return _with_parts(q, spatial, footprints, block, window=window, unequal=False)
+
+
+def _with_parts(q: dict, spatial, footprints, block: int, window: bool, unequal: bool) -> dict | None:
+    """:func:`spatial_quantities` with a window dimension's parts above L0 unequal (``unequal``; None where the
+    rows or the classes pass their limits) or equal."""
     tiles, extent = q["tiles"], q["extent"]
     levels = [s for s, _ in spatial]
     commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
-    if window:
+    if unequal:
+        families = list(choose_families(tiles, extent, spatial, commons, (WINDOW_ROWS_LIMIT, 0)))
+        if any(f != ALL_PARTS for f in families):
+            return None
+    elif window:
         families = [EQUAL_PARTS] * len(levels)
     else:
         families = list(choose_families(tiles, extent, spatial, commons))
@@ -270,7 +306,7 @@ def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints
     split_rows = 0
     for lv, ((s, mf), family) in enumerate(zip(spatial, families)):
         parent = _parents(tiles[sel], extent, s)
-        if window and s == tiles.shape[1]:  # no link below: any part is exact (model/windows.py)
+        if window and not unequal and s == tiles.shape[1]:  # no link below: any part is exact (model/windows.py)
             family = families[lv] = choose_families(tiles[sel], extent, ((s, mf),), (commons[lv][sel],),
                                                     (WINDOW_ROWS_LIMIT, WINDOW_ROWS_LIMIT))[0]
         if family == EQUAL_PARTS:
@@ -294,6 +330,41 @@ def spatial_quantities(q: dict, spatial: tuple[tuple[int, int], ...], footprints
     out["part_levels"] = tuple(levels)
     out["part_rows"] = int(split_rows)
     by_level = {s: part[:, lv] for lv, s in enumerate(levels)}
-    out["flavoured"] = all_view_tables(out["tiles"], extent, by_level,
-                                       list(itertools.product(("rep", "sum"), repeat=len(levels))), footprints, block)
+    entries = [("rep", "sum")] * len(levels)
+    if unequal:  # one class of digits per link copy below a meshed level above L0 (model/residency.py)
+        copies = copy_classes(out["tiles"], extent, by_level, out["factors"])
+        if math.prod(1 + len(c) for c in copies) > WINDOW_CLASSES_LIMIT:
+            return None
+        entries = [("rep", "sum") + tuple(f"cls{c}" for c in columns) for columns in copies]
+    out["flavoured"] = all_view_tables(out["tiles"], extent, by_level, list(itertools.product(*entries)),
+                                       footprints, block)
+    return out
+
+
+def copies_of(chains: dict, link: int) -> int:
+    """How many link copies the model times on the link into ``link`` for these chains (model/spatial.copy_classes):
+    the product over the dimensions and meshed levels above the link of one plus their ``"cls<c>"`` views."""
+    out = 1
+    for ch in chains.values():
+        if not ch.flavoured or ch.part_levels is None:
+            continue
+        for lv, s in enumerate(ch.part_levels):
+            if s < link:
+                out *= 1 + len({v[lv] for v in ch.flavoured if v[lv] not in ("rep", "sum")})
+    return out
+
+
+def copy_classes(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray
+                 ) -> list[tuple[int, ...]]:
+    """Per meshed level (outermost first), the class columns of digits beyond digit 0 that some row has
+    (model/spatial_views.digit_classes; window_types.beyond_digit_zero), at levels above the innermost; none at
+    the innermost level."""
+    depth = tiles.shape[1]
+    out = []
+    for lv, s in enumerate(sorted(parts)):
+        if s == depth or int(factors[:, lv].max(initial=1)) <= 1:
+            out.append(())
+            continue
+        lowest, sizes = digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[:, lv])
+        out.append(tuple(int(c) for c in np.flatnonzero(((sizes > 0) & (lowest > 0)).any(axis=0)) if c > 0))
     return out

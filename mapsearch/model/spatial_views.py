@@ -220,12 +220,14 @@ _WHOLE_ROWS = 0.5
 
 def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], views, footprints,
                     block: int) -> dict[tuple[str, ...], dict]:
-    """:func:`view_tables` of each of ``views`` (a ``"rep"``/``"sum"`` per meshed level, outermost first).
+    """:func:`view_tables` of each of ``views`` (a ``"rep"``/``"sum"``/``"cls<c>"`` per meshed level, outermost
+    first).
 
     Every class combination of the meshed levels is one instance; a view
     walks those whose class at each ``"rep"`` level is digit 0's (column 0
-    of :func:`digit_classes`), weighted by the product of the class sizes at its
-    ``"sum"`` levels. Each instance is walked once, on the rows some view
+    of :func:`digit_classes`) and at each ``"cls<c>"`` level column ``c``
+    (one instance of that class: a link copy's, model/window_types.py),
+    weighted by the product of the class sizes at its ``"sum"`` levels. Each instance is walked once, on the rows some view
     weighs it at, and each view adds its share in the order a walk of that
     view alone would.
     """
@@ -234,7 +236,7 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
     views = [tuple(v) for v in views]
     factors = {s: -(-(np.full(rows, extent) if s == 1 else tiles[:, s - 2]) // parts[s]) for s in levels}
     summed = {s: digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[s])
-              for lv, s in enumerate(levels) if any(v[lv] == "sum" for v in views)}
+              for lv, s in enumerate(levels) if any(v[lv] != "rep" for v in views)}
     out = _Tables(views, rows, depth, footprints)
     # Rows where a class has digits (size > 0), per summed level and column: a combination's instance
     # does work only where every class off digit 0's has digits (each view sums those levels).
@@ -252,12 +254,14 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
             on_rows = np.arange(rows)
         walking, weights = [], []
         for n, v in enumerate(views):
-            if any(v[lv] == "rep" and c for lv, c in enumerate(combo)):
-                continue  # a rep level walks digit 0's class only
+            if any(v[lv] != "sum" and c != _walked(v[lv]) for lv, c in enumerate(combo)):
+                continue  # a rep level walks digit 0's class only, a class level its class
             weight = np.ones(on_rows.size, dtype=np.int64)
             for lv, (s, c) in enumerate(zip(levels, combo)):
                 if v[lv] == "sum":
                     weight = weight * summed[s][1][on_rows, c]
+                elif v[lv] != "rep":  # one class: one of its instances, where it has digits beyond digit 0
+                    weight = weight * ((summed[s][1][on_rows, c] > 0) & (summed[s][0][on_rows, c] > 0))
             if weight.any():
                 walking.append(n)
                 weights.append(weight)
@@ -269,6 +273,11 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
         at = slice(None) if on_rows.size == rows else on_rows
         _add_instance(inst, at, np.array(walking), np.stack(weights), out, block)
     return out.result()
+
+
+def _walked(entry: str) -> int:
+    """The class column a ``"rep"`` (0) or one-class entry (``"cls<c>"``, model/window_types.cls) walks alone."""
+    return 0 if entry == "rep" else int(entry[3:])
 
 
 def _add_instance(inst: Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:

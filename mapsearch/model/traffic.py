@@ -249,26 +249,14 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     sub-nest run, which enters every region afresh.
 
     Split over mesh axes (docs/spatial.md, "Split windows over mesh
-    axes"), a window dimension has equal parts above the innermost level,
-    where every instance has instance 0's coincidences, so a view's sum
-    over those splits is the table times its instances along each window
-    dimension (``N[0]`` of the view with the innermost split at digit 0);
-    at the innermost level a ``sum`` view reads the table summed over that
-    split's instances (model/windows.coincidences, ``summed``).
+    axes"), the table is the sum over the instances of the view, one per
+    class of digits at each meshed level, of their own coincidences
+    (model/windows.coincidences with the window dimensions' views); at a
+    level where every digit does digit 0's work the sum is digit 0's table
+    times the digits (model/windows.simplified_view), so views that differ
+    only there read one table.
     """
-    from mapsearch.model.spatial import REP, SUM
-    from mapsearch.model.tiles import piece_count
-    from mapsearch.model.windows import coincidences
-
-    innermost = enc.spatial_levels.index(enc.problem.depth) if enc.problem.depth in enc.spatial_levels else None
-
-    def above_innermost(d: str):
-        """``d``'s view with the innermost split at digit 0."""
-        v = views.get(d)
-        return v if innermost is None or v is None else v[:innermost] + (REP,) + v[innermost + 1:]
-
-    def instances(d: str) -> Q:
-        return resolve_view(enc, above_innermost(d), lambda v: piece_count(enc, d, 0, v), f"{tensor}_L{i}_{d}_inst")
+    from mapsearch.model.windows import coincidences, simplified_view
 
     def pick(lit, if_true, if_false, stem: str) -> Q:
         if lit is True:
@@ -280,8 +268,11 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     terms: list[Q] = []
     for win in windows:
         others = [a for a in axes if a is not win]
-        # The windowed tensor is indexed by every window dimension: their views are "rep" or "sum", never a literal.
-        summed = innermost is not None and any(views.get(d) is not None and views[d][innermost] == SUM for d in win.dims)
+        # The windowed tensor is indexed by every window dimension: their views are "rep", "sum" or one class of
+        # digits per meshed level, never a literal (model/spatial.views).
+        simple = [simplified_view(enc, d, views.get(d)) for d in win.dims]
+        seen = tuple(v for v, _ in simple)
+        instances = [q for _, q in simple if q is not None]
         for e in win.dims:
             for j in range(first_loop_level, i + 1):
                 if j == i and out.get(e, True) is False:
@@ -291,7 +282,7 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                     """Picks, per other dimension ``g`` in turn, the buffer's level of its pieces, then whether
                     its level-j loop is outer to e's: the table of those choices."""
                     if not rest:
-                        return coincidences(enc, win, e, j, le, chosen, summed)
+                        return coincidences(enc, win, e, j, le, chosen, seen)
                     g = rest[0]
 
                     def placed(lo: int) -> Q:
@@ -307,8 +298,7 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                                                        f"coincide_{tensor}_{e}_placed")
                 if h.is_const and int(h.expr) == 0:
                     continue
-                factors = [h] + [instances(d) for d in win.dims] + [axis(a, context_of(e, j)) for a in others] \
-                    + counts_around(e, j)
+                factors = [h] + instances + [axis(a, context_of(e, j)) for a in others] + counts_around(e, j)
                 c = enc.product(factors, f"coincide_{tensor}_L{i}_{e}{j}")
                 if j == i and out.get(e, True) is not True:
                     c = pick(out[e], lambda c=c: c, lambda: Q.const(0), f"coincide_{tensor}_L{i}_{e}_on")

@@ -9,13 +9,15 @@ per combination of their distinct types, each distinct column once).
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from mapsearch.model.chains import DimChains
 from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.row_keys import distinct_rows, sorted_groups
-from mapsearch.model.window_tables import (joint_type_table, joint_variants, summed_type_table, table_variants,
-                                          type_table)
+from mapsearch.model.window_tables import (_instances, joint_type_table, joint_variants, table_variants, type_table,
+                                          view_type_table)
 
 
 def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int) -> dict[str, DimChains]:
@@ -56,12 +58,12 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int
                 extra.append(_distinct_columns(table)[row_of])
                 table, _, col_of = type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
                 extra.append(_distinct_columns(table.T)[col_of])
-                if _unequal_innermost(out[d]) or _unequal_innermost(out[o]):  # the sum over instances too
-                    table, row_of, _ = summed_type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer,
-                                                         memo)
+                for views in compared_views(out[d], out[o], memo):  # through every view the model may read
+                    table, row_of, _ = view_type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer,
+                                                       memo, views)
                     extra.append(_distinct_columns(table)[row_of])
-                    table, _, col_of = summed_type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer,
-                                                         memo)
+                    table, _, col_of = view_type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer,
+                                                       memo, views[::-1])
                     extra.append(_distinct_columns(table.T)[col_of])
         for win in (win for win in windows if d in win.dims and len(win.dims) > 2):
             extra += _joint_columns(out, win, d, depth, memo)
@@ -94,10 +96,37 @@ def _distinct_columns(table: np.ndarray) -> np.ndarray:
     return table[:, np.sort(first)]
 
 
-def _unequal_innermost(ch: DimChains) -> bool:
-    """Some chain splits the dimension at the innermost level (where its parts may be unequal)."""
-    return ch.part_levels is not None and ch.depth in ch.part_levels and \
-        int(ch.factors[:, ch.part_levels.index(ch.depth)].max()) > 1
+def compared_views(ch: DimChains, other: DimChains, memo: dict) -> list[tuple]:
+    """The views of a window's two dimensions whose coincidences the chains are compared on, beyond instance 0's.
+
+    Per meshed level the model reads both dimensions summed over their
+    digits (the words of a link above it), both at digit 0 (below the
+    buffer), or one class of digits each (a link copy below it: model/
+    residency.py; never at L0, which has no link below it); every
+    combination over the levels, but where neither dimension has digits
+    beyond digit 0's class at a level: there every digit of a row is in
+    that class, so the sum is the factor (compared for equality) times
+    digit 0's.
+    """
+    from mapsearch.model.window_types import cls
+
+    classes = (_instances(memo, ch), _instances(memo, other))
+    per_level = []
+    for lv in range(len(classes[0].levels)):
+        if not classes[0].beyond[lv] and not classes[1].beyond[lv]:
+            per_level.append([("rep", "rep")])
+            continue
+        columns = [[0, *k.beyond[lv]] for k in classes]
+        if classes[0].levels[lv] == ch.depth:  # L0: no link below it, so no copy reads one class
+            per_level.append([("rep", "rep"), ("sum", "sum")])
+            continue
+        per_level.append([("sum", "sum")] + [(cls(a), cls(b)) for a in columns[0] for b in columns[1]])
+    out = []
+    for combo in itertools.product(*per_level):
+        views = (tuple(e for e, _ in combo), tuple(e for _, e in combo))
+        if any(e != "rep" for v in views for e in v):
+            out.append(views)
+    return out
 
 
 def undominated(ch: DimChains, coincidence_cols: np.ndarray) -> np.ndarray:

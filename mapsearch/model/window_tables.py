@@ -59,7 +59,7 @@ _DENSE_PER_KEY = 8
 
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None = None, summed: bool = False) -> np.ndarray:
+                      other_outer: bool, memo: dict | None = None, views: tuple = (None, None)) -> np.ndarray:
     """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
 
     Rows: chains of the advancing dimension; columns: chains of the other.
@@ -70,43 +70,65 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     level-``(j-1)`` piece), taken no deeper than ``lo``. ``memo``: a dict
     kept across calls on the same chains (:func:`_distinct_types`).
 
-    Chains split over mesh axes: instance 0's coincidences, or with
-    ``summed`` those of every instance of the innermost level's split
-    (one per class of digits, weighed by the class sizes of both
-    dimensions: window_types.instance_classes).
+    Chains split over mesh axes: ``views`` (one per dimension, a
+    ``"rep"``/``"sum"``/``"cls<c>"`` per meshed level, None for instance 0)
+    say which instances count and how often: the table is the sum over
+    the instances of both dimensions (one per class of digits at each
+    meshed level: window_types.InstanceClasses) of their own coincidences,
+    weighed by the views.
     """
     memo = {} if memo is None else memo
-    table, row_of, col_of = (summed_type_table if summed else type_table)(advancing, other, se, so, j, le, lo,
-                                                                          other_outer, memo)
-    return table[row_of][:, col_of]
+    (view_a, factor_a), (view_o, factor_o) = (_instances(memo, advancing).simplified(views[0]),
+                                              _instances(memo, other).simplified(views[1]))
+    if _instance_zero(view_a) and _instance_zero(view_o):
+        table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+    else:
+        table, row_of, col_of = view_type_table(advancing, other, se, so, j, le, lo, other_outer, memo,
+                                                (view_a, view_o))
+    out = table[row_of][:, col_of]
+    if factor_a is not None:
+        out = out * factor_a[:, None]
+    if factor_o is not None:
+        out = out * factor_o[None, :]
+    return out
 
 
-def summed_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`coincidence_table` with ``summed``, on distinct rows and columns: ``(table, row_of, col_of)``.
+def _instance_zero(view) -> bool:
+    return view is None or all(entry == "rep" for entry in view)
 
-    The entry of chains ``r``, ``c`` is ``sum_a sum_o size_a[r] * size_o[c] *
-    T_ao[row_of_a[r], col_of_o[c]]`` over the instance classes ``a``, ``o``
-    of the two dimensions (``T_ao``: :func:`type_table` of that pair). It
-    depends on a row's class sizes and types alone, and on a column's: rows
-    (columns) equal in those are equal in the table, which is computed once
-    per distinct row and column. Summing over ``o`` on the advancing
-    dimension's types first leaves one product per class ``a``.
+
+def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
+                    other_outer: bool, memo: dict | None, views: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`coincidence_table` through ``views``, on distinct rows and columns: ``(table, row_of, col_of)``.
+
+    The entry of chains ``r``, ``c`` is ``sum_a sum_o w_a[r] * w_o[c] *
+    T_ao[row_of_a[r], col_of_o[c]]`` over the instances ``a``, ``o`` of the
+    two dimensions (``T_ao``: :func:`type_table` of that pair; ``w``:
+    :meth:`~mapsearch.model.window_types.InstanceClasses.weights` of each
+    dimension's view). It depends on a row's weights and types alone, and
+    on a column's: rows (columns) equal in those are equal in the table,
+    which is computed once per distinct row and column. Summing over ``o``
+    on the advancing dimension's types first leaves one product per
+    instance ``a``. Instances of weight 0 on every row are skipped.
     """
     memo = {} if memo is None else memo
-    (_, sizes_a), (_, sizes_o) = _instances(memo, advancing), _instances(memo, other)
-    tables = [[type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (1 + a, 1 + o))
-               for o in range(sizes_o.shape[1])] for a in range(sizes_a.shape[1])]
-    if not tables or not tables[0]:
+    weights_a = _instances(memo, advancing).weights(views[0])
+    weights_o = _instances(memo, other).weights(views[1])
+    live_a = np.flatnonzero(weights_a.any(axis=0))
+    live_o = np.flatnonzero(weights_o.any(axis=0))
+    if live_a.size == 0 or live_o.size == 0:
         return np.zeros((1, 1), dtype=np.int64), np.zeros(len(advancing), np.int64), np.zeros(len(other), np.int64)
-    rows_of = [row[0][1] for row in tables]  # an advance type depends on the class a alone
-    cols_of = [t[2] for t in tables[0]]  # a context type on the class o alone
-    first_row, row_of = distinct_rows(rows_of + [sizes_a])
-    first_col, col_of = distinct_rows(cols_of + [sizes_o])
+    weights_a, weights_o = weights_a[:, live_a], weights_o[:, live_o]
+    tables = [[type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (int(a), int(o))) for o in live_o]
+              for a in live_a]
+    rows_of = [row[0][1] for row in tables]  # an advance type depends on the instance a alone
+    cols_of = [t[2] for t in tables[0]]  # a context type on the instance o alone
+    first_row, row_of = distinct_rows(rows_of + [weights_a])
+    first_col, col_of = distinct_rows(cols_of + [weights_o])
     out = np.zeros((first_row.size, first_col.size), dtype=np.int64)
     for a, row in enumerate(tables):
-        by_type = sum(table[:, cols_of[o][first_col]] * sizes_o[first_col, o] for o, (table, _, _) in enumerate(row))
-        out += sizes_a[first_row, a, None] * by_type[rows_of[a][first_row]]
+        by_type = sum(table[:, cols_of[o][first_col]] * weights_o[first_col, o] for o, (table, _, _) in enumerate(row))
+        out += weights_a[first_row, a, None] * by_type[rows_of[a][first_row]]
     return out, row_of, col_of
 
 
@@ -251,7 +273,7 @@ def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level
     key = (id(ch), kind, level_from, level_to, which)
     if key not in memo:
         parts = ch.parts_by_level()
-        tree = _instances(memo, ch)[0][which]
+        tree = _instances(memo, ch).trees[which]
         if kind == "advance":
             xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
             types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])

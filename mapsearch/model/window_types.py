@@ -20,6 +20,8 @@ an advance) and from the first piece's start to the last piece's end
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from mapsearch.model.spatial_views import Instance
@@ -156,26 +158,118 @@ def window_signature(extent: int, tiles: np.ndarray, trees: list[Tree] | None = 
     return np.concatenate(cols, axis=1) if cols else np.zeros((tiles.shape[0], 0), dtype=np.int64)
 
 
-def instance_classes(ch) -> tuple[list[Tree], np.ndarray]:
-    """The instances whose coincidences a window's views read, and how many instances each stands for.
+class InstanceClasses:
+    """The instances whose coincidences a window dimension's views read: one per combination of digit classes.
 
-    ``(trees, sizes)``: ``trees[0]`` is instance 0 (digit 0 at every
-    split: the ``rep`` view); ``trees[1:]`` one instance per class of
-    digits at the innermost level's split, the only split where a window
-    dimension's parts may be unequal (docs/spatial.md, "Split windows over
-    mesh axes"), with ``sizes[:, c]`` its class's digits per row (the
-    ``sum`` view over that split weighs each class's coincidences by them).
-    Splits above it have equal parts: every digit there is digit 0's tree.
-    ``ch``: a dimension's chains (:class:`~mapsearch.model.chains.DimChains`).
+    At every meshed level that splits the dimension, digits that get the
+    same part of every parent piece do the same work
+    (:func:`~mapsearch.model.spatial_views.digit_classes`; a class is one
+    for every digit above, since the classes come from every instance's
+    pieces together). Per meshed level ``lv`` (outermost first) the
+    classes read are digit 0's (position 0) and ``columns[lv][1:]``, the
+    raw columns of digit_classes that some row has digits beyond digit 0
+    in (:func:`beyond_digit_zero`; a row whose parent pieces are all
+    smaller than the part has digit 0 in a later column). ``lowest[lv]``,
+    ``sizes[lv]``: per row and position, the class's lowest digit and its
+    digits (position 0: digit 0's class, wherever it lies; a later
+    position counts only where digit 0 is not in it). ``trees[n]`` walks
+    the lowest digit of class ``combos[n][lv]`` at each level;
+    ``combos[0]`` is instance 0 (the ``rep`` view).
     """
-    from mapsearch.model.spatial_views import digit_classes, expanded_pieces
 
-    parts = ch.parts_by_level()
-    rep = Tree(ch.extent, ch.tiles, parts)
-    rows, depth = ch.tiles.shape
-    if not parts or depth not in parts:
-        return [rep, rep], np.ones((rows, 1), dtype=np.int64)
-    factor = ch.factors[:, ch.part_levels.index(depth)]
-    lowest, sizes = digit_classes(expanded_pieces(ch.tiles, ch.extent, parts, depth - 1), parts[depth], factor)
-    live = np.flatnonzero(sizes.any(axis=0))
-    return [rep] + [Tree(ch.extent, ch.tiles, parts, {depth: lowest[:, c]}) for c in live], sizes[:, live]
+    def __init__(self, ch):
+        from mapsearch.model.spatial_views import digit_classes, expanded_pieces
+
+        parts = ch.parts_by_level() or {}
+        rows = self.rows = ch.tiles.shape[0]
+        self.levels = sorted(parts)
+        self.columns: list[tuple[int, ...]] = []  # raw columns per position, per meshed level (position 0: -1)
+        self.lowest: list[np.ndarray] = []
+        self.sizes: list[np.ndarray] = []
+        for lv, s in enumerate(self.levels):
+            factor = ch.factors[:, lv]
+            zero_class = np.ones(rows, dtype=np.int64)
+            lowest = sizes = np.zeros((rows, 0), dtype=np.int64)
+            beyond: list[int] = []
+            if int(factor.max(initial=1)) > 1:
+                lowest, sizes = digit_classes(expanded_pieces(ch.tiles, ch.extent, parts, s - 1), parts[s], factor)
+                zero_class = np.where(lowest == 0, sizes, 0).sum(axis=1)
+                beyond = [c for c in range(sizes.shape[1]) if beyond_digit_zero(lowest[:, c], sizes[:, c]).any()]
+            self.columns.append((-1, *beyond))
+            self.lowest.append(np.stack([np.zeros(rows, dtype=np.int64)] + [lowest[:, c] for c in beyond], axis=1))
+            self.sizes.append(np.stack([zero_class] + [sizes[:, c] * beyond_digit_zero(lowest[:, c], sizes[:, c])
+                                                       for c in beyond], axis=1))
+        self.combos = list(itertools.product(*(range(len(c)) for c in self.columns)))
+        self.trees = [Tree(ch.extent, ch.tiles, parts,
+                           {s: self.lowest[lv][:, c] for lv, (s, c) in enumerate(zip(self.levels, combo)) if c})
+                      for combo in self.combos]
+
+    @property
+    def beyond(self) -> list[tuple[int, ...]]:
+        """Per meshed level, the raw columns of the classes beyond digit 0's (a link copy's classes)."""
+        return [c[1:] for c in self.columns]
+
+    def weights(self, view: tuple[str, ...] | None) -> np.ndarray:
+        """``(rows, combos)``: how much each instance counts in ``view`` (per meshed level ``"rep"``: digit 0
+        alone, weight 1; ``"sum"``: every class, weighed by its digits; :func:`cls` ``(c)``: the class of
+        digit_classes' column ``c`` alone, where it has digits beyond digit 0). ``None``: instance 0."""
+        rows = self.rows
+        out = np.ones((rows, len(self.combos)), dtype=np.int64)
+        for n, combo in enumerate(self.combos):
+            for lv, c in enumerate(combo):
+                entry = "rep" if view is None else view[lv]
+                if entry == "rep":
+                    w = np.full(rows, int(c == 0), dtype=np.int64)
+                elif entry == "sum":
+                    w = self.sizes[lv][:, c]
+                else:  # cls: the raw column of digit_classes, as model/spatial_views.py walks it
+                    w = (self.sizes[lv][:, c] > 0).astype(np.int64) * int(self.columns[lv][c] == class_column(entry))
+                out[:, n] *= w
+        return out
+
+    def simplified(self, view: tuple[str, ...] | None) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
+        """``(view', factor)``: ``view`` with ``"sum"`` read as ``"rep"`` at the levels where no class is beyond
+        digit 0's, and the per-row factor that makes up for it (None: 1).
+
+        At such a level every digit with work is in digit 0's class and walks
+        digit 0's tree, whatever the digits elsewhere (the classes come from
+        every instance's pieces together), so summing over its digits is
+        digit 0's quantity times the class's size."""
+        if view is None:
+            return None, None
+        factor = None
+        entries = list(view)
+        for lv, entry in enumerate(view):
+            if entry == "sum" and not self.beyond[lv]:
+                entries[lv] = "rep"
+                factor = self.sizes[lv][:, 0] if factor is None else factor * self.sizes[lv][:, 0]
+        return tuple(entries), factor
+
+    def signature(self) -> np.ndarray:
+        """Every level's class sizes, as columns (chains alike in their types and these read alike)."""
+        cols = [sz for sz in self.sizes]
+        return np.concatenate(cols, axis=1) if cols else np.zeros((0, 0), dtype=np.int64)
+
+
+def cls(column: int) -> str:
+    """The view entry of one class column of a meshed level (column 0 is ``"rep"``)."""
+    return "rep" if column == 0 else f"cls{column}"
+
+
+def beyond_digit_zero(lowest: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """1 where a class column has digits other than digit 0 (its lowest digit is above 0), else 0.
+
+    A row whose parent pieces are all smaller than the part puts digit 0 in
+    a later column (column 0 is then empty); that column is the ``rep``
+    view's instance there, not a class of its own."""
+    return ((sizes > 0) & (lowest > 0)).astype(np.int64)
+
+
+def class_column(entry: str) -> int:
+    """The class column a view entry walks alone (``"rep"``: 0)."""
+    return 0 if entry == "rep" else int(entry[3:])
+
+
+def instance_classes(ch) -> InstanceClasses:
+    """:class:`InstanceClasses` of a dimension's chains (:class:`~mapsearch.model.chains.DimChains`)."""
+    return InstanceClasses(ch)

@@ -46,15 +46,14 @@ the loops at or above it are not read below it, where the runs start empty
 a fused stage").
 
 Split over mesh axes (docs/spatial.md, "Split windows over mesh axes"), a
-two-dimension window's dimension has equal parts above L0
-(model/spatial_chains.EQUAL_PARTS): there every instance is instance 0
-shifted, so a view's sum is instance 0's table times the view's instances
-along the two dimensions. At L0 its parts may be unequal: a view summing L0
-reads the table summed over that split's digits, one instance per class of
-digits on its own tree (window_types.instance_classes). Unequal parts above
-L0 are a named restriction (:func:`mapsearch.model.family.spatial_restriction`);
-an axis over three
-or more dimensions under a spatial fanout is held whole (named).
+two-dimension window's dimension may have unequal parts: a view summing a
+split reads the table summed over that split's digits, one instance per
+class of digits on its own tree, and a link copy below a split above L0
+reads its own class (window_types.InstanceClasses; model/spatial.copy_classes).
+Beyond the limits of model/spatial_chains.py its parts above L0 are equal
+(a named restriction, :func:`mapsearch.model.family.spatial_restriction`);
+an axis over three or more dimensions under a spatial fanout is held
+whole (named).
 """
 
 from __future__ import annotations
@@ -119,8 +118,8 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
 
     Windows are split wherever transfers are measured in words: one einsum
     (with a spatial fanout the dimensions of two-dimension windows are split
-    over mesh axes, above L0 in equal parts only:
-    model/family.spatial_restriction) and every stage of a fused group
+    over mesh axes, above L0 in equal parts only beyond the limits of
+    model/spatial_chains.py: model/family.spatial_restriction) and every stage of a fused group
     (below the fusion level its buffers are emptied between sub-nest runs:
     model/traffic.py then reads no coincidence of a loop at or above that
     level, docs/solver.md "Split windows in a fused stage"). Under other
@@ -191,30 +190,52 @@ def joint_index(enc: Encoding, win: Window):
     return enc.cache[key]
 
 
+def simplified_view(enc: Encoding, d: str, view) -> tuple[object, Q | None]:
+    """``(view', instances)``: a window dimension's view with ``"sum"`` read as ``"rep"`` at the meshed levels
+    where every digit does digit 0's work, and the quantity (per chain, the digits summed there) that the
+    coincidences of ``view'`` are multiplied by (None: 1). Views that differ only there share one table
+    (window_types.InstanceClasses.simplified)."""
+    from mapsearch.model.window_tables import _instances
+
+    if view is None:
+        return None, None
+    memo = enc.cache.setdefault("window_types", {})
+    reduced, factor = _instances(memo, enc.chains[d]).simplified(view)
+    if factor is None:
+        return reduced, None
+    return reduced, enc.lookup(d, factor, f"window_instances_{d}")
+
+
 def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tuple[tuple[bool, int], ...],
-                 summed: bool = False) -> Q:
+                 views: tuple = ()) -> Q:
     """The coincidence table of the chosen chains, as a quantity.
 
     ``e``'s level-``j`` loop advances, the buffer holding ``e``'s
     level-``le`` pieces; ``others``: per other dimension of the window, in
     its order, ``(outer, lo)``: its level-``j`` loop is outer to ``e``'s,
-    and the buffer holds its level-``lo`` pieces. ``summed``: over the
-    instances of the innermost level's split (two-dimension windows only).
+    and the buffer holds its level-``lo`` pieces. ``views``: per dimension
+    of the window, in its order, the instances counted (model/spatial.py;
+    None or empty: instance 0), two-dimension windows only.
     """
+    from mapsearch.model.spatial import view_key
+
     rest = win.others(e)
     contexts = tuple((lo, min(j if outer else j - 1, lo)) for outer, lo in others)
-    key = ("coincidences", win.dims, win.coeffs, e, j, le, contexts, summed)
+    views = tuple(views) or (None,) * len(win.dims)
+    view_of = dict(zip(win.dims, views))
+    key = ("coincidences", win.dims, win.coeffs, e, j, le, contexts, tuple(view_key(v) for v in views))
     if key in enc.cache:
         return enc.cache[key]
     memo = enc.cache.setdefault("window_types", {})
     if len(win.dims) == 2:
         (outer, lo), = others
         table = coincidence_table(enc.chains[e], enc.chains[rest[0]], win.coeff(e), win.coeff(rest[0]), j, le, lo,
-                                  outer, memo, summed)
+                                  outer, memo, (view_of[e], view_of[rest[0]]))
         if e != win.dims[0]:
             table = table.T  # rows: chains of the window's first dimension
     else:
-        assert not summed, "an axis over three or more dimensions is held whole under a spatial fanout"
+        assert all(v is None or all(x == "rep" for x in v) for v in views), \
+            "an axis over three or more dimensions is held whole under a spatial fanout"
         table = joint_table(enc.chains[e], win.coeff(e), j, le,
                             [(enc.chains[g], win.coeff(g), k, lo) for g, (lo, k) in zip(rest, contexts)], memo)
         table = table.transpose([([e] + list(rest)).index(d) for d in win.dims])  # axes in the window's order

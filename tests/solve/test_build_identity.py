@@ -26,6 +26,7 @@ the code before the change.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import sys
 from pathlib import Path
@@ -310,10 +311,11 @@ def ref_window_undominated(ch, coincidence_cols: np.ndarray) -> np.ndarray:
     return rows
 
 
-def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer, digits=(0, 0)) -> np.ndarray:
-    """The coincidence table over every pair of chains (of the instances with digit ``digits`` at L0's split)."""
+def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer, digits=({}, {})) -> np.ndarray:
+    """The coincidence table over every pair of chains, of the instances with ``digits`` (per dimension, a digit
+    per meshed level; 0 where absent)."""
     trees = [Tree(ch.extent, ch.tiles, ch.parts_by_level(),
-                  {ch.depth: np.full(len(ch), q)} if ch.part_levels and ch.depth in ch.part_levels else {})
+                  {s: np.full(len(ch), q.get(s, 0)) for s in ch.part_levels or ()})
              for ch, q in zip((advancing, other), digits)]
     xb, xa, m, gap = advance_types(advancing.extent, advancing.tiles, j, le, tree=trees[0])
     c, yb, ya, n = context_types(other.extent, other.tiles, min(j if other_outer else j - 1, lo), lo, tree=trees[1])
@@ -323,23 +325,38 @@ def ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer, digi
     return np.sum(M * N * hit * (se * (XA - 1) + so * (YA - 1) + 1), axis=(2, 3))
 
 
+def ref_summed_table(advancing, other, se, so, j, le, lo, other_outer, spatial, summed_levels) -> np.ndarray:
+    """The coincidences summed over every digit of ``summed_levels`` one by one (digit 0 at the other levels)."""
+    per_level = [range(size) if s in summed_levels else range(1) for s, size in spatial]
+    levels = [s for s, _ in spatial]
+    combos = [dict(zip(levels, q)) for q in itertools.product(*per_level)]
+    return sum(ref_coincidence_table(advancing, other, se, so, j, le, lo, other_outer, (qa, qb))
+               for qa in combos for qb in combos)
+
+
 @pytest.mark.parametrize("extents, spatial", [((14, 3), ()), ((11, 5), ()), ((12, 4), ((2, 4),)), ((8, 4), ((1, 2), (3, 4))),
-                                              ((9, 4), ((3, 3),))])
+                                              ((9, 4), ((3, 3),)), ((7, 5), ((1, 3),)), ((6, 4), ((2, 2), (3, 3)))])
 def test_window_pruning_and_coincidences_are_the_pairwise_forms(extents, spatial) -> None:
-    """Also for window chains split over mesh axes (instance 0's types and, with L0 split, the sum over its
-    digits; every view compared)."""
+    """Also for window chains split over mesh axes, in unequal parts above L0 too (instance 0's types, and the
+    sum over the digits of every meshed level and of L0's alone, against every digit one by one)."""
     (ep, er), depth = extents, 3
     cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     assert not spatial or (cp.factors.max() > 1 and cr.factors.max() > 1)
+    levels = [s for s, _ in spatial]
+    # Every level summed where its digits are few (the reference walks every pair of digit tuples).
+    every = set(levels) if math.prod(size for _, size in spatial) <= 6 else set()
+    summed_views = [tuple("sum" if s in summed else "rep" for s in levels)
+                    for summed in ({levels[-1]} if levels and levels[-1] == depth else set(), every) if summed]
     for j, le, lo, outer in window_tables.table_variants(depth):
         for a, b, sa, sb in ((cp, cr, 1, 1), (cr, cp, 1, 1), (cp, cr, 2, 1)):
             assert np.array_equal(window_tables.coincidence_table(a, b, sa, sb, j, le, lo, outer),
                                   ref_coincidence_table(a, b, sa, sb, j, le, lo, outer))
-            if spatial and spatial[-1][0] == depth:  # summed over L0's digits one by one, not per class
-                digits = range(spatial[-1][1])
-                want = sum(ref_coincidence_table(a, b, sa, sb, j, le, lo, outer, (qa, qb)) for qa in digits for qb in digits)
-                assert np.array_equal(window_tables.coincidence_table(a, b, sa, sb, j, le, lo, outer, summed=True), want)
+            for view in summed_views:  # summed digit by digit, not per class
+                want = ref_summed_table(a, b, sa, sb, j, le, lo, outer, spatial,
+                                        {s for s, e in zip(levels, view) if e == "sum"})
+                got = window_tables.coincidence_table(a, b, sa, sb, j, le, lo, outer, views=(view, view))
+                assert np.array_equal(got, want)
     cols = np.concatenate([ref_coincidence_table(cp, cr, 1, 1, j, le, lo, outer)
                            for j, le, lo, outer in window_tables.table_variants(depth)], axis=1)
     assert np.array_equal(window_pruning.undominated(cp, cols), ref_window_undominated(cp, cols))

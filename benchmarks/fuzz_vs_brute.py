@@ -13,7 +13,8 @@ from ``mapsearch.model`` or ``mapsearch.solve``):
   position); with ``held`` dims it is also the solver's family when the
   solver holds the small dims of an axis over three dims whole;
 - ``tests/brute_force_spatial.py``: the solver's spatial family (buffer
-  positions above the mesh only, window dims never split over mesh axes).
+  positions above the mesh only; window dims split over mesh axes in every
+  part, or in equal parts above L0 where the solver names that restriction).
 
 Checks: OPTIMAL equals the whole-family optimum (meshed: it is at most the
 spatial-family optimum and the mesh-free whole-family optimum, and equals
@@ -407,6 +408,9 @@ def run_case(case: Case, data_every: int = 5) -> Outcome:
     got = _value(obj, sched.predicted)
     status = r.status
     restr = "; ".join(r.family_restrictions)
+    if meshed and any(x.startswith("spatial splits: window dimensions") for x in r.family_restrictions):
+        fam = _equal_window_parts_above(w, a, homes, obj)  # the solver's family then: equal parts above L0
+        fam_v = _oracle_value(fam)
     if status == "FEASIBLE":
         out = Outcome("feasible", status)
     else:
@@ -469,6 +473,16 @@ def run_case(case: Case, data_every: int = 5) -> Outcome:
     if note:
         out.detail += f" {note}"
     return out
+
+
+def _equal_window_parts_above(w: Workload, a, homes, obj):
+    """The spatial oracle with window dimensions in equal parts above L0 (what the solver searches beyond its
+    row and class limits, a named restriction)."""
+    bfs.WINDOW_PARTS = "equal_above"
+    try:
+        return bfs.brute_force_spatial(w, a, homes, obj)
+    finally:
+        bfs.WINDOW_PARTS = "all"
 
 
 def _held(w: Workload, restrictions) -> frozenset[str]:

@@ -299,7 +299,9 @@ def copy_classes(enc: Encoding, link: int) -> list[dict[tuple[str, int], str]]:
         for d in sorted({d for win in enc.windows for d in win.dims}):
             table = enc.chains[d].flavoured
             for lv, s in enumerate(enc.spatial_levels):
-                classes = sorted({v[lv] for v in table or () if v[lv] not in (REP, SUM)}) if s < link else []
+                # The classes some chain of the model has (a model of fewer rows may have none).
+                classes = sorted({v[lv] for v in table or () if v[lv] not in (REP, SUM) and table[v]["counts"].any()}
+                                 ) if s < link else []
                 if classes:
                     choices.append([((d, lv), entry) for entry in [REP] + classes])
         enc.cache[key] = [dict(combo) for combo in itertools.product(*choices)]

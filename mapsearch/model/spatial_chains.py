@@ -354,6 +354,19 @@ def copies_of(chains: dict, link: int) -> int:
     return out
 
 
+def unequal_above(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray) -> np.ndarray:
+    """Per row: some meshed level above the innermost gives a digit other than digit 0's class work, i.e. the
+    row's parts there are unequal (model/window_types.beyond_digit_zero)."""
+    depth = tiles.shape[1]
+    out = np.zeros(tiles.shape[0], dtype=bool)
+    for lv, s in enumerate(sorted(parts)):
+        if s == depth or int(factors[:, lv].max(initial=1)) <= 1:
+            continue
+        lowest, sizes = digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[:, lv])
+        out |= ((sizes > 0) & (lowest > 0)).any(axis=1)
+    return out
+
+
 def copy_classes(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray
                  ) -> list[tuple[int, ...]]:
     """Per meshed level (outermost first), the class columns of digits beyond digit 0 that some row has

@@ -10,7 +10,7 @@ from mapsearch.solve.coarse import coarse_chains, coarse_rows
 
 
 def _chains(extent: int, rows: list[tuple[int, ...]]):
-    return SimpleNamespace(extent=extent, tiles=np.array(rows, dtype=np.int64), reduced=True)
+    return SimpleNamespace(extent=extent, tiles=np.array(rows, dtype=np.int64), reduced=True, flavoured=None)
 
 
 def test_coarse_chains_are_powers_of_two_and_halvings():

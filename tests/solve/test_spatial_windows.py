@@ -46,7 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import brute_force as bf  # noqa: E402
 import brute_force_spatial as bfs  # noqa: E402
 
+from mapsearch.model.options import SolveOptions  # noqa: E402
+from mapsearch.model.problem import Problem  # noqa: E402
 from mapsearch.schedule.figures import differences  # noqa: E402
+from mapsearch.solve.run import solve  # noqa: E402
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link, MeshAxis  # noqa: E402
 from mapsearch.spec.workload import Workload  # noqa: E402
 from tests.sim.spatial_helpers import arch as sim_arch, level, schedule  # noqa: E402
@@ -336,6 +339,23 @@ def test_unequal_window_parts_are_searched_above_l0_too(mesh_at: int) -> None:
     assert info["restrictions"] == (placement(w, a),)
     if mesh_at == 1:
         assert brute(w, a, "equal_above").value[0] == 36
+
+
+def test_past_the_copy_limit_window_parts_above_l0_are_equal_and_named(monkeypatch) -> None:
+    """Where the classes of link copies would pass WINDOW_COPIES_LIMIT (here lowered to 1: the 3x3 case has 2
+    classes of p and of r), the window dimensions keep equal parts above L0, the result names that, and the
+    optimum is the brute force's over that family: 36 clocks where every part gives 24."""
+    import mapsearch.model.build as build_module
+
+    monkeypatch.setattr(build_module, "WINDOW_COPIES_LIMIT", 1)
+    build_module._chains_cached.cache_clear()
+    w = conv(CONV1D, p=3, r=3)
+    a = arch([None, 12, 6], {1: [MeshAxis("x", 2, ("all",))]}, [None, FAST, FAST], Fraction(4))
+    result = solve(Problem(w, a), options=SolveOptions(time_limit=60, workers=1, seed=0))
+    build_module._chains_cached.cache_clear()
+    assert result.status == "OPTIMAL_IN_FAMILY"
+    assert window_restriction(("p", "r"), "L1") in result.family_restrictions
+    assert result.phases[0].value == brute(w, a, "equal_above").value[0] == 36
 
 
 def test_a_smaller_part_can_move_more_words() -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from mapsearch.model.chains import DimChains
 from mapsearch.model.dominance import beaten_in_groups
 from mapsearch.model.row_keys import distinct_rows, sorted_groups
-from mapsearch.model.window_tables import (_instances, joint_type_table, joint_variants, table_variants, type_table,
+from mapsearch.model.window_tables import (instances_of, joint_type_table, joint_variants, table_variants, type_table,
                                           view_type_table)
 
 
@@ -110,7 +110,7 @@ def compared_views(ch: DimChains, other: DimChains, memo: dict) -> list[tuple]:
     """
     from mapsearch.model.window_types import cls
 
-    classes = (_instances(memo, ch), _instances(memo, other))
+    classes = (instances_of(memo, ch), instances_of(memo, other))
     per_level = []
     for lv in range(len(classes[0].levels)):
         if not classes[0].beyond[lv] and not classes[1].beyond[lv]:

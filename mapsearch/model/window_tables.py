@@ -50,7 +50,7 @@ import numpy as np
 from mapsearch.budget import checkpoint
 from mapsearch.model.chains import DimChains
 from mapsearch.model.row_keys import distinct_rows
-from mapsearch.model.window_types import advance_types, context_types, instance_classes
+from mapsearch.model.window_types import InstanceClasses, advance_types, context_types, instance_classes
 
 # Entries of the (rows, columns, type, type) block computed at once.
 _BLOCK = 1 << 24
@@ -78,8 +78,8 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     weighed by the views.
     """
     memo = {} if memo is None else memo
-    (view_a, factor_a), (view_o, factor_o) = (_instances(memo, advancing).simplified(views[0]),
-                                              _instances(memo, other).simplified(views[1]))
+    (view_a, factor_a), (view_o, factor_o) = (instances_of(memo, advancing).simplified(views[0]),
+                                              instances_of(memo, other).simplified(views[1]))
     if _instance_zero(view_a) and _instance_zero(view_o):
         table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
     else:
@@ -112,8 +112,8 @@ def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j:
     instance ``a``. Instances of weight 0 on every row are skipped.
     """
     memo = {} if memo is None else memo
-    weights_a = _instances(memo, advancing).weights(views[0])
-    weights_o = _instances(memo, other).weights(views[1])
+    weights_a = instances_of(memo, advancing).weights(views[0])
+    weights_o = instances_of(memo, other).weights(views[1])
     live_a = np.flatnonzero(weights_a.any(axis=0))
     live_o = np.flatnonzero(weights_o.any(axis=0))
     if live_a.size == 0 or live_o.size == 0:
@@ -132,7 +132,7 @@ def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j:
     return out, row_of, col_of
 
 
-def _instances(memo: dict, ch: DimChains):
+def instances_of(memo: dict, ch: DimChains) -> InstanceClasses:
     """window_types.instance_classes of ``ch``, once per chains (``memo`` keeps them with the chains)."""
     key = (id(ch), "instances")
     if key not in memo:
@@ -145,7 +145,7 @@ def type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``.
 
-    ``which``: the instance of each dimension (:func:`_instances`; 0 is instance 0)."""
+    ``which``: the instance of each dimension (:func:`instances_of`; 0 is instance 0)."""
     memo = {} if memo is None else memo
     context_from = min(j if other_outer else j - 1, lo)
     advance, row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
@@ -262,7 +262,7 @@ def _dense_kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:
 def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level_to: int, which: int = 0):
     """The advance (``kind="advance"``, of the level-``level_from`` loop) or context types of ``ch``'s chains
     (a type counted 0 times reads as 0), once per distinct row, and each chain's row among them. A chain
-    split over mesh axes has the types of its instance ``which`` (:func:`_instances`).
+    split over mesh axes has the types of its instance ``which`` (:func:`instances_of`).
 
     A coincidence reads its row's and its column's types alone, and
     thousands of chains share a few hundred types, so the table is computed
@@ -273,7 +273,7 @@ def _distinct_types(memo: dict, ch: DimChains, kind: str, level_from: int, level
     key = (id(ch), kind, level_from, level_to, which)
     if key not in memo:
         parts = ch.parts_by_level()
-        tree = _instances(memo, ch).trees[which]
+        tree = instances_of(memo, ch).trees[which]
         if kind == "advance":
             xb, xa, m, gap = advance_types(ch.extent, ch.tiles, level_from, level_to, tree=tree)
             types = [xb * (m > 0), xa * (m > 0), m] + ([gap * (m > 0)] if parts else [])

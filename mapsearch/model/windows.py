@@ -195,12 +195,12 @@ def simplified_view(enc: Encoding, d: str, view) -> tuple[object, Q | None]:
     where every digit does digit 0's work, and the quantity (per chain, the digits summed there) that the
     coincidences of ``view'`` are multiplied by (None: 1). Views that differ only there share one table
     (window_types.InstanceClasses.simplified)."""
-    from mapsearch.model.window_tables import _instances
+    from mapsearch.model.window_tables import instances_of
 
     if view is None:
         return None, None
     memo = enc.cache.setdefault("window_types", {})
-    reduced, factor = _instances(memo, enc.chains[d]).simplified(view)
+    reduced, factor = instances_of(memo, enc.chains[d]).simplified(view)
     if factor is None:
         return reduced, None
     return reduced, enc.lookup(d, factor, f"window_instances_{d}")

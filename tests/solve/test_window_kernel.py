@@ -76,7 +76,7 @@ def test_chain_types(extents, spatial) -> None:
     cp = chains_module.enumerate_chains(ep, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     cr = chains_module.enumerate_chains(er, depth, ((0, 1), (1, 0)), 1, None, False, spatial, True)
     memo: dict = {}
-    trees = {id(ch): len(window_tables._instances(memo, ch).trees) for ch in (cp, cr)}  # instance 0, then each class
+    trees = {id(ch): len(window_tables.instances_of(memo, ch).trees) for ch in (cp, cr)}  # instance 0, then each class
     assert not spatial or max(trees.values()) > 1
     for j, le, lo, outer in window_tables.table_variants(depth):
         for a, b, se, so in ((cp, cr, 1, 1), (cr, cp, 1, 1), (cp, cr, 2, 1), (cr, cp, 1, 2)):

@@ -65,7 +65,9 @@ out), one run each, with utilization and array utilization
   do the same work walked once) and the replay's seconds are printed next
   to the solve's: the check must take at most the solve's time.
 - small array cases against the spatial brute force
-  (``tests/brute_force_spatial.py``), speedup printed.
+  (``tests/brute_force_spatial.py``), speedup and optimum printed; one is
+  a filter window split 2 + 1 over two instances of a middle level (24
+  clocks; 36 when window parts above L0 were equal only).
 """
 
 from __future__ import annotations
@@ -197,9 +199,14 @@ def small_array_cases():
                                           for i, c in enumerate(caps)))
 
     two_by_two = (MeshAxis("x", 2, ("input",)), MeshAxis("y", 2, ("output",)))
+    fast = Link(Fraction(1, 16), Fraction(1, 16))
+    # A filter window split 2 + 1 over two instances of a middle level (issue 15): 24 clocks, 36 in equal parts.
+    middle = Architecture("mesh", (Level("L2", None), Level("L1", 12, fast, mesh=(MeshAxis("x", 2, ("all",)),)),
+                                   Level("L0", 6, fast)), Compute((), Fraction(4)))
     return bfs, [
         ("mm 4x3x4, 2L, 2x2 PEs", matmul(4, 3, 4), mesh_arch([None, 6], two_by_two)),
         ("mm 3x2x3, 3L, 2 PEs", matmul(3, 2, 3), mesh_arch([None, 20, 4], (MeshAxis("x", 2, ("all",)),))),
+        ("conv p3 r3, 2 L1 instances", Workload.from_text("conv1d", "O[p] += I[p+r] * W[r]", {"p": 3, "r": 3}), middle),
     ]
 
 
@@ -329,7 +336,7 @@ def run_arrays(args) -> list[bool]:
             if args.replay:
                 replay = "ok" if differences(result.schedule.predicted, bfs.replay_figures(result.schedule)) == [] else "MISMATCH"
             print(f"{name:28} {seconds:8.3f} {brute_s:8.2f} {brute_s / seconds:7.0f}x {brute.schedules:10d}  "
-                  f"{'yes' if same else 'NO':12}  {replay}", flush=True)
+                  f"{'yes' if same else 'NO':12}  {replay}  {result.status}: {fmt_objective(result)}", flush=True)
     return rows
 
 
@@ -396,7 +403,7 @@ def main() -> None:
             if args.replay:
                 replay = "ok" if differences(result.schedule.predicted, bf.replay_figures(result.schedule)) == [] else "MISMATCH"
             print(f"{name:28} {seconds:8.3f} {brute_s:8.2f} {brute_s / seconds:7.0f}x {brute.schedules:10d}  "
-                  f"{'yes' if same else 'NO':12}  {replay}", flush=True)
+                  f"{'yes' if same else 'NO':12}  {replay}  {result.status}: {fmt_objective(result)}", flush=True)
     if not args.skip_arrays:
         rows += run_arrays(args)
     print()

@@ -128,7 +128,8 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
         # A fused group ties a shared dimension's outer tiles across its stages: prune only among equal ones.
         tied = p.fusion_level if p.fusion_level is not None and d in p.shared_dims else 0
-        # A window's dimensions are split over mesh axes, above L0 in equal parts (model/family.spatial_restriction).
+        # A window's dimensions are split over mesh axes, above L0 in equal parts unless unequal_above (within
+        # the limits of model/spatial_chains.py; else a named restriction, model/family.spatial_restriction).
         spatial = chain_spatial(p) if windows_over_mesh or not windowed else ()
         chains = _chains_cached(extent, J, tuple(sorted(fps)), arch.compute.block_extent(d), tuple(bounds), d in pinned,
                                 spatial, windowed, tied, unequal_above)

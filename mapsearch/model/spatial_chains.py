@@ -355,7 +355,7 @@ def copies_of(chains: dict, link: int) -> int:
 
 
 def unequal_above(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray) -> np.ndarray:
-    """Per row: some meshed level above the innermost gives a digit other than digit 0's class work, i.e. the
+    """Per row: at some meshed level above the innermost a digit outside digit 0's class has work, i.e. the
     row's parts there are unequal (model/window_types.beyond_digit_zero)."""
     depth = tiles.shape[1]
     out = np.zeros(tiles.shape[0], dtype=bool)

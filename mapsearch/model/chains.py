@@ -237,12 +237,12 @@ def enumerate_chains(
         q = spatial_quantities(q, spatial, footprints, block, window=window, unequal_above=unequal_above)
         raw += q["part_rows"]  # each (chain, split part) row is a chain of the searched space too
     if window:
-        from mapsearch.model.window_types import instance_classes, window_signature
+        from mapsearch.model.window_types import InstanceClasses, window_signature
 
         if q.get("parts") is None:
             q["window"] = window_signature(extent, q["tiles"])
         else:  # the types of every instance the views read, and how many instances each stands for
-            classes = instance_classes(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
+            classes = InstanceClasses(_select(q, np.arange(q["tiles"].shape[0]), raw, reduced, label))
             q["window"] = np.concatenate([window_signature(extent, q["tiles"], classes.trees), classes.signature()],
                                          axis=1)
     return _prune(q, raw, reduced, label)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mapsearch.model.spatial_views import is_class_entry
+
 
 def coarse_chains(extent: int, tiles, powers_of_two: bool = True) -> list[int]:
     """Rows of chains whose extents are all ``ceil(E / 2**k)``, ``E`` or 1, or (``powers_of_two``) powers of two."""
@@ -38,7 +40,7 @@ def coarse_rows(chains, meshed: bool) -> list[int]:
     rows = coarse_chains(chains.extent, chains.tiles)
     if len(rows) == len(chains.tiles) and not meshed:
         rows = coarse_chains(chains.extent, chains.tiles, powers_of_two=False)
-    if chains.flavoured and any(e.startswith("cls") for v in chains.flavoured for e in v):
+    if chains.flavoured and any(is_class_entry(e) for v in chains.flavoured for e in v):
         # A window dimension's unequal parts above L0 time each class of link copies apart: a model
         # without them has one link time per link, as before they were searched, and finds its first
         # schedules as fast (ResNet-50's 3x3 layer on tpu-v4i-like at 10 s: 2,620 clocks, not 76,196).

@@ -295,13 +295,13 @@ def copy_classes(enc: Encoding, link: int) -> list[dict[tuple[str, int], str]]:
     """
     key = ("copy_classes", link)
     if key not in enc.cache:
+        from mapsearch.model.spatial_chains import class_entries
+
         choices = []
         for d in sorted({d for win in enc.windows for d in win.dims}):
-            table = enc.chains[d].flavoured
             for lv, s in enumerate(enc.spatial_levels):
                 # The classes some chain of the model has (a model of fewer rows may have none).
-                classes = sorted({v[lv] for v in table or () if v[lv] not in (REP, SUM) and table[v]["counts"].any()}
-                                 ) if s < link else []
+                classes = class_entries(enc.chains[d], lv) if s < link and enc.chains[d].flavoured else []
                 if classes:
                     choices.append([((d, lv), entry) for entry in [REP] + classes])
         enc.cache[key] = [dict(combo) for combo in itertools.product(*choices)]

@@ -36,7 +36,8 @@ import math
 import numpy as np
 
 from mapsearch.budget import checkpoint
-from mapsearch.model.spatial_views import Pieces, all_view_tables, digit_classes, expanded_pieces
+from mapsearch.model.spatial_views import (Pieces, all_view_tables, beyond_digit_zero, digit_classes, expanded_pieces,
+                                          is_class_entry)
 
 # (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
 # per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
@@ -66,7 +67,7 @@ WINDOW_CLASSES_LIMIT = 8
 # The link copies the model times on their own below a split above L0 (model/spatial.copy_classes): the
 # product over the window dimensions of their classes. Each is one more set of words per link: ResNet-50's
 # window layers on tpu-v4i-like and simba-like have 16 to 64 (conv1 on tpu-v4i-like then built in 167 s
-# instead of 10 s), so they keep equal parts; a 1-D window, or a 2-D one with one dimension split unequally,
+# instead of 17 s), so they keep equal parts; a 1-D window, or a 2-D one with one dimension split unequally,
 # has at most 4.
 WINDOW_COPIES_LIMIT = 4
 _CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
@@ -341,43 +342,48 @@ def _with_parts(q: dict, spatial, footprints, block: int, window: bool, unequal:
     return out
 
 
+def class_entries(ch, lv: int) -> list[str]:
+    """The ``"cls<c>"`` views of a dimension's chains at meshed level number ``lv`` that some chain row has digits
+    in: the classes of its link copies there (model/spatial.copy_classes)."""
+    table = ch.flavoured or {}
+    return sorted({v[lv] for v in table if is_class_entry(v[lv]) and table[v]["counts"].any()})
+
+
 def copies_of(chains: dict, link: int) -> int:
     """How many link copies the model times on the link into ``link`` for these chains (model/spatial.copy_classes):
-    the product over the dimensions and meshed levels above the link of one plus their ``"cls<c>"`` views."""
-    out = 1
-    for ch in chains.values():
-        if not ch.flavoured or ch.part_levels is None:
+    the product over the dimensions and meshed levels above the link of one plus their classes."""
+    return math.prod(1 + len(class_entries(ch, lv)) for ch in chains.values() if ch.flavoured
+                     for lv, s in enumerate(ch.part_levels) if s < link)
+
+
+def _beyond_by_level(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray
+                     ) -> list[np.ndarray | None]:
+    """Per meshed level (outermost first), the ``(rows, class columns)`` mask of classes with digits beyond digit
+    0 (spatial_views.beyond_digit_zero); None at the innermost level and where nothing is split."""
+    depth = tiles.shape[1]
+    out: list[np.ndarray | None] = []
+    for lv, s in enumerate(sorted(parts)):
+        if s == depth or int(factors[:, lv].max(initial=1)) <= 1:
+            out.append(None)
             continue
-        for lv, s in enumerate(ch.part_levels):
-            if s < link:
-                out *= 1 + len({v[lv] for v in ch.flavoured if v[lv] not in ("rep", "sum")})
+        lowest, sizes = digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[:, lv])
+        out.append(beyond_digit_zero(lowest, sizes) > 0)
     return out
 
 
 def unequal_above(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray) -> np.ndarray:
     """Per row: at some meshed level above the innermost a digit outside digit 0's class has work, i.e. the
-    row's parts there are unequal (model/window_types.beyond_digit_zero)."""
-    depth = tiles.shape[1]
+    row's parts there are unequal."""
     out = np.zeros(tiles.shape[0], dtype=bool)
-    for lv, s in enumerate(sorted(parts)):
-        if s == depth or int(factors[:, lv].max(initial=1)) <= 1:
-            continue
-        lowest, sizes = digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[:, lv])
-        out |= ((sizes > 0) & (lowest > 0)).any(axis=1)
+    for mask in _beyond_by_level(tiles, extent, parts, factors):
+        if mask is not None:
+            out |= mask.any(axis=1)
     return out
 
 
 def copy_classes(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray], factors: np.ndarray
                  ) -> list[tuple[int, ...]]:
-    """Per meshed level (outermost first), the class columns of digits beyond digit 0 that some row has
-    (model/spatial_views.digit_classes; window_types.beyond_digit_zero), at levels above the innermost; none at
-    the innermost level."""
-    depth = tiles.shape[1]
-    out = []
-    for lv, s in enumerate(sorted(parts)):
-        if s == depth or int(factors[:, lv].max(initial=1)) <= 1:
-            out.append(())
-            continue
-        lowest, sizes = digit_classes(expanded_pieces(tiles, extent, parts, s - 1), parts[s], factors[:, lv])
-        out.append(tuple(int(c) for c in np.flatnonzero(((sizes > 0) & (lowest > 0)).any(axis=0)) if c > 0))
-    return out
+    """Per meshed level (outermost first), the class columns of digits beyond digit 0 that some row has, at levels
+    above the innermost; none at the innermost level."""
+    return [() if mask is None else tuple(int(c) for c in np.flatnonzero(mask.any(axis=0)))
+            for mask in _beyond_by_level(tiles, extent, parts, factors)]

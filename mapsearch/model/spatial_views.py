@@ -254,14 +254,14 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
             on_rows = np.arange(rows)
         walking, weights = [], []
         for n, v in enumerate(views):
-            if any(v[lv] != "sum" and c != _walked(v[lv]) for lv, c in enumerate(combo)):
+            if any(v[lv] != "sum" and c != class_column(v[lv]) for lv, c in enumerate(combo)):
                 continue  # a rep level walks digit 0's class only, a class level its class
             weight = np.ones(on_rows.size, dtype=np.int64)
             for lv, (s, c) in enumerate(zip(levels, combo)):
                 if v[lv] == "sum":
                     weight = weight * summed[s][1][on_rows, c]
                 elif v[lv] != "rep":  # one class: one of its instances, where it has digits beyond digit 0
-                    weight = weight * ((summed[s][1][on_rows, c] > 0) & (summed[s][0][on_rows, c] > 0))
+                    weight = weight * beyond_digit_zero(summed[s][0][on_rows, c], summed[s][1][on_rows, c])
             if weight.any():
                 walking.append(n)
                 weights.append(weight)
@@ -275,9 +275,21 @@ def all_view_tables(tiles: np.ndarray, extent: int, parts: dict[int, np.ndarray]
     return out.result()
 
 
-def _walked(entry: str) -> int:
-    """The class column a ``"rep"`` (0) or one-class entry (``"cls<c>"``, model/window_types.cls) walks alone."""
+def is_class_entry(entry: object) -> bool:
+    """A view entry that walks one class of digits alone (``"cls<c>"``: a link copy's, model/spatial.copy_classes)."""
+    return isinstance(entry, str) and entry.startswith("cls")
+
+
+def class_column(entry: str) -> int:
+    """The class column a ``"rep"`` (0) or one-class entry (``"cls<c>"``) walks alone."""
     return 0 if entry == "rep" else int(entry[3:])
+
+
+def beyond_digit_zero(lowest: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """1 where a class column of :func:`digit_classes` has digits other than digit 0 (its lowest digit is above
+    0), else 0. A row whose parent pieces are all smaller than the part puts digit 0 in a later column (column
+    0 is then empty); that column is the ``rep`` view's instance there, not a class of its own."""
+    return ((sizes > 0) & (lowest > 0)).astype(np.int64)
 
 
 def _add_instance(inst: Instance, at, walking: np.ndarray, weights: np.ndarray, out: _Tables, block: int) -> None:

@@ -50,7 +50,7 @@ import numpy as np
 from mapsearch.budget import checkpoint
 from mapsearch.model.chains import DimChains
 from mapsearch.model.row_keys import distinct_rows
-from mapsearch.model.window_types import InstanceClasses, advance_types, context_types, instance_classes
+from mapsearch.model.window_types import InstanceClasses, advance_types, context_types
 
 # Entries of the (rows, columns, type, type) block computed at once.
 _BLOCK = 1 << 24
@@ -133,10 +133,10 @@ def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j:
 
 
 def instances_of(memo: dict, ch: DimChains) -> InstanceClasses:
-    """window_types.instance_classes of ``ch``, once per chains (``memo`` keeps them with the chains)."""
+    """window_types.InstanceClasses of ``ch``, once per chains (``memo`` keeps them with the chains)."""
     key = (id(ch), "instances")
     if key not in memo:
-        memo[key] = (ch, instance_classes(ch))
+        memo[key] = (ch, InstanceClasses(ch))
     return memo[key][1]
 
 

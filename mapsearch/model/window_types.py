@@ -24,7 +24,7 @@ import itertools
 
 import numpy as np
 
-from mapsearch.model.spatial_views import Instance
+from mapsearch.model.spatial_views import Instance, beyond_digit_zero, class_column
 
 Parts = dict[int, np.ndarray] | None  # part extent per meshed level and row (the parent tile where unsplit)
 
@@ -168,7 +168,7 @@ class InstanceClasses:
     pieces together). Per meshed level ``lv`` (outermost first) the
     classes read are digit 0's (position 0) and ``columns[lv][1:]``, the
     raw columns of digit_classes that some row has digits beyond digit 0
-    in (:func:`beyond_digit_zero`; a row whose parent pieces are all
+    in (``spatial_views.beyond_digit_zero``; a row whose parent pieces are all
     smaller than the part has digit 0 in a later column). ``lowest[lv]``,
     ``sizes[lv]``: per row and position, the class's lowest digit and its
     digits (position 0: digit 0's class, wherever it lies; a later
@@ -247,8 +247,7 @@ class InstanceClasses:
 
     def signature(self) -> np.ndarray:
         """Every level's class sizes, as columns (chains alike in their types and these read alike)."""
-        cols = [sz for sz in self.sizes]
-        return np.concatenate(cols, axis=1) if cols else np.zeros((0, 0), dtype=np.int64)
+        return np.concatenate(self.sizes, axis=1) if self.sizes else np.zeros((self.rows, 0), dtype=np.int64)
 
 
 def cls(column: int) -> str:
@@ -256,20 +255,3 @@ def cls(column: int) -> str:
     return "rep" if column == 0 else f"cls{column}"
 
 
-def beyond_digit_zero(lowest: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """1 where a class column has digits other than digit 0 (its lowest digit is above 0), else 0.
-
-    A row whose parent pieces are all smaller than the part puts digit 0 in
-    a later column (column 0 is then empty); that column is the ``rep``
-    view's instance there, not a class of its own."""
-    return ((sizes > 0) & (lowest > 0)).astype(np.int64)
-
-
-def class_column(entry: str) -> int:
-    """The class column a view entry walks alone (``"rep"``: 0)."""
-    return 0 if entry == "rep" else int(entry[3:])
-
-
-def instance_classes(ch) -> InstanceClasses:
-    """:class:`InstanceClasses` of a dimension's chains (:class:`~mapsearch.model.chains.DimChains`)."""
-    return InstanceClasses(ch)

@@ -18,6 +18,7 @@ import mapsearch.budget as budget
 from mapsearch.model.coarse_chains import coarse_chains, coarse_rows  # noqa: F401 (coarse_chains: tests)
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
+from mapsearch.solve import spatial_seed
 from mapsearch.solve.phases import new_solver
 from mapsearch.solve.progress import search
 
@@ -29,6 +30,10 @@ PROBE_SHARE = 1 / 3
 PROBE_MIN_SECONDS = 1.0
 # A later phase's probe holds its objective to this fraction of the way from the floor to the coarse value.
 CUT = (9, 10)
+# Where the coarse model is the whole model, the seeded searches' share of the phase's time (the coarse search
+# that follows them has its ``share`` otherwise): most end proven in a second on a 128x128 array
+# (solve/spatial_seed.py).
+SEED_SHARE = 3 / 4
 
 
 def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, share: float = 0.25,
@@ -40,7 +45,11 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     is followed by a probe (:func:`probe`) at :func:`probe_target` for the
     ``phase`` (its name), its proven ``floor`` and the best value known (the
     search's, or ``incumbent``, a warm start's); a schedule it finds better
-    than that value is the result.
+    than that value is the result. On a large array without an incumbent,
+    seeded searches (solve/spatial_seed.py) come first and hint the coarse
+    search; where the coarse model is the full model they are the whole
+    coarse search (:data:`SEED_SHARE` of the time), and the full search that
+    follows starts from their schedule.
     """
     restricted = {}
     for d, var in enc.choice.items():
@@ -51,15 +60,28 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
             return None
         if len(rows) < len(enc.chains[d].tiles):
             restricted[d] = rows
-    if not restricted:
-        return None  # the coarse model is the full model: solve it once
-    model = enc.model.clone()
-    for d, rows in restricted.items():
-        var = enc.choice[d]
-        model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
+    model = enc.model
+    if restricted:
+        model = enc.model.clone()
+        for d, rows in restricted.items():
+            var = enc.choice[d]
+            model.add_allowed_assignments([model.get_int_var_from_proto_index(var.index)], [[r] for r in rows])
+    seeded = None
+    if seeds(enc, phase) and incumbent is None:  # solve/spatial_seed.py; a start is a better seed
+        seeded = spatial_seed.seeded_solution(enc, model, options, time_left * (share if restricted else SEED_SHARE),
+                                              floor)
+    if not restricted:  # the coarse model is the full model: solve it once, from the seeded schedule
+        return seeded
+    if seeded is not None:
+        if floor is not None and seeded[0] <= floor:
+            return seeded
+        time_left -= seeded[1].wall_time
+        _hint_all(model, seeded[1])
     solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
     status = search(solver, model, "coarse search")
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    if seeded is not None and (found is None or seeded[0] < found):
+        found, solver = seeded
     best = min((v for v in (found, incumbent) if v is not None), default=None)
     target = None if status == cp_model.OPTIMAL else probe_target(phase, best, floor)
     left = time_left - solver.wall_time
@@ -76,6 +98,20 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
         if probed is not None and (best is None or probed[0] < best):
             return probed
     return None if found is None else (found, solver)
+
+
+def seeds(enc: Encoding, phase: str) -> bool:
+    """The time phase on a large array (solve/spatial_seed.py)."""
+    return phase == "time" and spatial_seed.applies(enc)
+
+
+def _hint_all(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
+    """Hint every variable of ``model`` with its value in ``solver``'s schedule (of a copy of ``model`` with
+    constraints added: the same variables)."""
+    model.clear_hints()
+    values = solver.response_proto.solution
+    for i in range(len(model.proto.variables)):
+        model.add_hint(model.get_int_var_from_proto_index(i), values[i])
 
 
 def probe_target(phase: str, best: int | None, floor: int | None) -> int | None:

@@ -19,7 +19,7 @@ from mapsearch.model.coarse_chains import coarse_chains, coarse_rows  # noqa: F4
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve import spatial_seed
-from mapsearch.solve.phases import new_solver
+from mapsearch.solve.phases import hint_from, new_solver
 from mapsearch.solve.progress import search
 
 log = logging.getLogger(__name__)
@@ -76,15 +76,17 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
         if floor is not None and seeded[0] <= floor:
             return seeded
         time_left -= seeded[1].wall_time
-        _hint_all(model, seeded[1])
+        # The seeded model is a copy of this one with constraints added: the same variables, by index.
+        hint_from(model, [model.get_int_var_from_proto_index(i) for i in range(len(model.proto.variables))],
+                  seeded[1])
     solver = new_solver(options, min(time_left, max(0.05, time_left * share)))
     status = search(solver, model, "coarse search")
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    left = time_left - solver.wall_time  # the coarse search's own time, whichever schedule is kept
     if seeded is not None and (found is None or seeded[0] < found):
         found, solver = seeded
     best = min((v for v in (found, incumbent) if v is not None), default=None)
     target = None if status == cp_model.OPTIMAL else probe_target(phase, best, floor)
-    left = time_left - solver.wall_time
     if target is not None and budget.seconds_left(left) < PROBE_MIN_SECONDS:
         # Loading a large model alone takes seconds whatever the limit (conv1 on tpu-v4i-like: 3-5 s at a
         # limit of 0): a probe this short would only overrun the solve's time limit.
@@ -104,14 +106,6 @@ def seeds(enc: Encoding, phase: str) -> bool:
     """The time phase on a large array (solve/spatial_seed.py)."""
     return phase == "time" and spatial_seed.applies(enc)
 
-
-def _hint_all(model: cp_model.CpModel, solver: cp_model.CpSolver) -> None:
-    """Hint every variable of ``model`` with its value in ``solver``'s schedule (of a copy of ``model`` with
-    constraints added: the same variables)."""
-    model.clear_hints()
-    values = solver.response_proto.solution
-    for i in range(len(model.proto.variables)):
-        model.add_hint(model.get_int_var_from_proto_index(i), values[i])
 
 
 def probe_target(phase: str, best: int | None, floor: int | None) -> int | None:

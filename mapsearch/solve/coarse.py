@@ -71,11 +71,11 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
         seeded = spatial_seed.seeded_solution(enc, model, options, time_left * (share if restricted else SEED_SHARE),
                                               floor)
     if not restricted:  # the coarse model is the full model: solve it once, from the seeded schedule
-        return seeded
+        return None if seeded is None else seeded[:2]
     if seeded is not None:
         if floor is not None and seeded[0] <= floor:
-            return seeded
-        time_left -= seeded[1].wall_time
+            return seeded[:2]
+        time_left -= seeded[2]
         # The seeded model is a copy of this one with constraints added: the same variables, by index.
         hint_from(model, [model.get_int_var_from_proto_index(i) for i in range(len(model.proto.variables))],
                   seeded[1])
@@ -84,7 +84,7 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
     left = time_left - solver.wall_time  # the coarse search's own time, whichever schedule is kept
     if seeded is not None and (found is None or seeded[0] < found):
-        found, solver = seeded
+        found, solver = seeded[:2]
     best = min((v for v in (found, incumbent) if v is not None), default=None)
     target = None if status == cp_model.OPTIMAL else probe_target(phase, best, floor)
     if target is not None and budget.seconds_left(left) < PROBE_MIN_SECONDS:

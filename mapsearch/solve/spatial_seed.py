@@ -12,17 +12,17 @@ clocks in 1.4 s of search.
 
 So where the time phase's coarse search starts on a path of at least
 :data:`SEED_INSTANCES` instances and no warm start is known
-(solve/coarse.py), the model is first searched with the spatial factors
+(solve/coarse.py), the model is first searched with its spatial mapping
 fixed to each of a few assignments in turn (:func:`assignments`): the one
-whose busiest instance makes the fewest op calls (ties towards splits the
-axes may share: multicast, in-network reduction), the one with the most
-such shared splits within :data:`CALLS_SLACK` times those calls (a
-link-bound layer's), and the next fewest calls. Everything else (tiles,
-orders, keeps, parts) is searched. The best schedule hints the search that
-follows; it is a schedule of the family (the fixed factors only remove
-chain rows), so it changes no optimum, bound or status, and a seeded
-search that finds nothing (the fixed factors break a ``must_reuse`` or a
-split bound, or the time runs out) is dropped.
+with the shortest estimated time (ties: the fewest op calls of the busiest
+instance, then splits the axes may share: multicast, in-network
+reduction), the one with the most such shared splits within
+:data:`CALLS_SLACK` times that time, and the next shortest. Everything
+else (tiles, orders, keeps, parts) is searched. The best schedule hints
+the search that follows; it is a schedule of the family (the fixed
+factors only remove chain rows), so it changes no optimum, bound or
+status, and a seeded search that finds nothing (the fixed factors break a
+``must_reuse`` or a split bound, or the time runs out) is dropped.
 
 The assignments come from a beam search over the mesh axes, those of the
 level with the most instances first: per axis up to
@@ -31,7 +31,16 @@ factor that the room left on the axis allows, that its chains have and that
 splits its remaining extent into exactly that many parts. The calls of an
 assignment are ``prod_d ceil(part_d / b_d)`` with ``part_d`` the largest
 part left after every level's split (outermost first), which is what the
-busiest instance computes when every split divides.
+busiest instance computes when every split divides. The estimated time is
+the larger of those calls' time and each link's time if every copy moved
+its children's parts of each tensor once (:func:`_link_time`). Ranked by
+the calls alone, the first assignment on ``simba-like`` (36 chiplets that
+share nothing over one package link) spread a 1x1 layer's pixels over
+every chiplet, which reads the weights 25 times: the seeded searches ended
+at 37,904 clocks on ResNet-50's 256->1024 layer at 10 s, 12,544 with the
+links counted (every ResNet-50 layer measured on that preset gained, by
+1.05x-5.2x; the ``tpu`` profile's layers are compute-bound there and rank
+as before).
 """
 
 from __future__ import annotations
@@ -41,16 +50,19 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
+from mapsearch.model.bounds import touched
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.spatial import axes, split_dims
 from mapsearch.solve.phases import new_solver
 from mapsearch.solve.progress import search
+from mapsearch.spec.workload import Workload
 
 log = logging.getLogger(__name__)
 
@@ -83,19 +95,20 @@ def applies(enc: Encoding) -> bool:
 
 
 def assignments(enc: Encoding) -> list[tuple[Split, ...]]:
-    """The assignments to seed from, best first (see the module's docstring): the fewest calls (ties: the
-    most shared splits), the most shared splits within :data:`CALLS_SLACK` times those calls, and the
-    second fewest calls; each once, none that splits nothing."""
-    by_calls = _beam(enc, lambda calls, shared: (calls, -shared))
-    least = _calls(enc, by_calls[0]) if by_calls else 0
-    by_sharing = _beam(enc, lambda calls, shared: (calls > CALLS_SLACK * least, -shared, calls))
+    """The assignments to seed from, best first (see the module's docstring): the shortest estimated time (ties:
+    the fewest calls, then the most shared splits), the most shared splits within :data:`CALLS_SLACK` times
+    that time, and the second shortest; each once, none that splits nothing."""
+    by_time = _beam(enc, lambda est, calls, shared: (est, calls, -shared))
+    least = _score(enc, by_time[0])[0] if by_time else 0
+    by_sharing = _beam(enc, lambda est, calls, shared: (est > CALLS_SLACK * least, -shared, est, calls))
     out: list[tuple[Split, ...]] = []
-    for splits in by_calls[:1] + by_sharing[:1] + by_calls[1:]:
+    for splits in by_time[:1] + by_sharing[:1] + by_time[1:]:
         if splits and _key(splits) not in {_key(x) for x in out}:
             out.append(splits)
     levels = enc.problem.architecture.levels
     for splits in out[:SEEDS]:
-        log.debug("seed assignment (calls floor %d, %d shared): %s", _calls(enc, splits), _shared(enc, splits),
+        est, calls, shared = _score(enc, splits)
+        log.debug("seed assignment (estimated time %s, calls floor %d, %d shared): %s", float(est), calls, shared,
                   ", ".join(f"{s.dim}/{s.factor} on {axes(enc, s.lv)[s.axis].name} of "
                             f"{levels[enc.spatial_levels[s.lv]].name}" for s in splits))
     return out[:SEEDS]
@@ -107,18 +120,70 @@ def _key(splits: tuple[Split, ...]) -> tuple:
 
 def _beam(enc: Encoding, rank) -> list[tuple[Split, ...]]:
     """A beam search over the mesh axes (those of the level with the most instances first), keeping the
-    :data:`BEAM` best partial assignments by ``rank(calls, shared)``; the final ones, best first."""
+    :data:`BEAM` best partial assignments by ``rank(estimated time, calls, shared)`` (:func:`_score`, the
+    axes still to come counted as dividing the calls evenly); the final ones, best first."""
     levels = enc.problem.architecture.levels
     order = sorted(range(len(enc.spatial_levels)), key=lambda lv: -levels[enc.spatial_levels[lv]].instances)
+    todo = [(lv, a, axis) for lv in order for a, axis in enumerate(axes(enc, lv))]
     beam: list[tuple[Split, ...]] = [()]
-    for lv in order:
-        for a, axis in enumerate(axes(enc, lv)):
-            candidates = {}
-            for splits in beam:
-                for chosen in _axis_choices(enc, lv, a, axis.size, splits):
-                    candidates[_key(chosen)] = chosen
-            beam = sorted(candidates.values(), key=lambda c: (rank(_calls(enc, c), _shared(enc, c)), len(c)))[:BEAM]
+    for n, (lv, a, axis) in enumerate(todo):
+        later = tuple((x_lv, x.size) for x_lv, _, x in todo[n + 1:])
+        candidates = {}
+        for splits in beam:
+            for chosen in _axis_choices(enc, lv, a, axis.size, splits):
+                candidates[_key(chosen)] = chosen
+        beam = sorted(candidates.values(), key=lambda c: (rank(*_score(enc, c, later)), len(c)))[:BEAM]
     return beam
+
+
+def _score(enc: Encoding, splits: tuple[Split, ...], later: tuple[tuple[int, int], ...] = ()) \
+        -> tuple[Fraction, int, int]:
+    """``(estimated time, calls, shared)`` of an assignment: the time is the larger of the busiest
+    instance's compute time and :func:`_link_time`; a ranking, not a bound. ``later``: ``(meshed level
+    number, size)`` of the axes not assigned yet, counted as dividing the calls and every link below them
+    evenly (a partial assignment is ranked by the best its completions could do)."""
+    calls = _calls(enc, splits)
+    compute = Fraction(-(-calls // math.prod(size for _, size in later))) * enc.problem.architecture.compute.clocks_per_call
+    return max(compute, _link_time(enc, splits, later)), calls, _shared(enc, splits)
+
+
+def _link_time(enc: Encoding, splits: tuple[Split, ...], later: tuple[tuple[int, int], ...] = ()) -> Fraction:
+    """The longest link time if every copy of every link moved each child's part of each tensor once: per copy
+    of the link into level ``i``, each tensor's footprint over the largest parts left by the splits at and
+    above ``i``, times the instances at ``i`` that need a part of their own (a split that indexes the tensor,
+    or one on an axis that may not reuse it; overlapping windows are counted per child). What the splits
+    cost the links, which the calls do not see: on ``simba-like``, whose 36 chiplets share nothing, splitting
+    a 1x1 layer's pixels over all of them reads the weights 25 times."""
+    p = enc.problem
+    w, levels = p.workload, p.architecture.levels
+    longest = Fraction(0)
+    for i in range(1, len(levels)):
+        inside = tuple(s for s in splits if enc.spatial_levels[s.lv] <= i)
+        here = [s for s in inside if enc.spatial_levels[s.lv] == i]
+        part = {d: _remaining(enc, inside, d) for d in w.dims}
+        down = up = 0
+        for t in w.tensor_names:
+            out = w.is_output(t)
+            copies = math.prod(s.factor for s in here
+                               if s.dim in w.tensor(t).dims or not axes(enc, s.lv)[s.axis].reuses(t, out))
+            words = _touched(enc, t, part) * copies
+            if out:
+                up += words
+            else:
+                down += words
+        spread = math.prod(size for lv, size in later if enc.spatial_levels[lv] < i)
+        longest = max(longest, levels[i].link.time(down, up) / spread)
+    return longest
+
+
+def _touched(enc: Encoding, tensor: str, part: dict[str, int]) -> int:
+    """The elements of ``tensor`` that a part of the iteration space with these extents touches (a strided
+    window's holes left out, as a schedule's loads leave them out over its run)."""
+    w = enc.problem.workload
+    key = ("seed_touched", tensor, tuple(part[d] for d in w.dims))
+    if key not in enc.cache:
+        enc.cache[key] = touched(Workload(w.name, w.einsum, tuple((d, part[d]) for d in w.dims)), tensor)
+    return enc.cache[key]
 
 
 def _remaining(enc: Encoding, splits: tuple[Split, ...], d: str) -> int:
@@ -172,16 +237,16 @@ def _largest_factor(enc: Encoding, d: str, lv: int, extent: int, room: int) -> i
 
 def seeded_solution(enc: Encoding, model: cp_model.CpModel, options: SolveOptions, time_left: float,
                     floor: int | None = None):
-    """``(objective value, solver)`` of the best schedule of ``model`` (the coarse model, its objective set)
-    found with the factors of each of the first :data:`SEEDS` assignments (:func:`assignments`) fixed in turn,
-    in ``time_left``; None when they find nothing. Each search may take all the time
-    left: with its factors fixed the model is small, and most end proven (0.5-1.9 s on ResNet-50's window
-    layers on the ``tpu`` profile), leaving the rest to the next. A schedule at the phase's proven ``floor``
-    ends the searches."""
-    ends = time.perf_counter() + time_left
+    """``(objective value, solver, seconds)`` of the best schedule of ``model`` (the coarse model, its objective
+    set) found with each of the first :data:`SEEDS` assignments (:func:`assignments`) as the whole spatial
+    mapping in turn, in ``time_left`` (``seconds``: what the searches took together); None when they find
+    nothing. Each search may take all the time left: with its factors fixed the model is small, and most end
+    proven (0.1-3.4 s on ResNet-50's layers on the ``tpu`` profile and on ``simba-like``), leaving the rest
+    to the next. A schedule at the phase's proven ``floor`` ends the searches."""
+    started = time.perf_counter()
+    ends = started + time_left
     best = None
-    candidates = assignments(enc)
-    for n, splits in enumerate(candidates):
+    for n, splits in enumerate(assignments(enc)):
         left = ends - time.perf_counter()
         if left <= 0 or budget.stopped():
             break
@@ -191,29 +256,37 @@ def seeded_solution(enc: Encoding, model: cp_model.CpModel, options: SolveOption
         solver = new_solver(options, left)
         status = search(solver, seeded, "seeded search")
         found = int(round(solver.objective_value)) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-        log.info("seeded search %d (%d splits fixed): %s", n + 1, len(splits), "nothing found" if found is None else found)
+        log.info("seeded search %d (%d splits): %s (%s in %.2f s)", n + 1, len(splits),
+                 "nothing found" if found is None else found, solver.status_name(status), solver.wall_time)
         if found is not None and (best is None or found < best[0]):
             best = (found, solver)
         if best is not None and floor is not None and best[0] <= floor:
             break
-    return best
+    return None if best is None else (best[0], best[1], time.perf_counter() - started)
 
 
 def _fixed(enc: Encoding, model: cp_model.CpModel, splits: tuple[Split, ...]) -> cp_model.CpModel | None:
-    """A copy of ``model`` whose chains of each split dimension are those with ``splits``'s factors, on their
-    axes; None where no chain has them. (The rows themselves, not the factors: presolve then expands every
-    table over the rows left only, which on a 128x128 array is most of the search's time.)"""
+    """A copy of ``model`` whose spatial mapping is ``splits``: every split dimension's chains are those with
+    ``splits``'s factor at each meshed level (1 where it names none), on their axes; None where no chain has
+    them. (The rows themselves, not the factors: presolve then expands every table over the rows left only,
+    which on a 128x128 array is most of the search's time.) The other dimensions unsplit make the model small:
+    left free, the search on ResNet-50's 3x3 256-channel layer on ``simba-like`` found no schedule in the
+    2.3 s a 10 s limit leaves it (the same assignment's best, 16,448 clocks, proven in 2.2 s when
+    they are held), and the searches that follow had less time on the ``tpu`` profile's layers."""
     seeded = model.clone()
     rows: dict[str, np.ndarray] = {}
-    for s in splits:
-        on = enc.on_axis.get((s.dim, s.lv, s.axis))
-        chains = enc.chains[s.dim]
-        if on is None or chains.factors is None:
-            return None
-        keep = chains.factors[:, s.lv] == s.factor  # the parts of a whole parent (_largest_factor)
-        rows[s.dim] = keep if s.dim not in rows else rows[s.dim] & keep
-        if on is not True:
-            seeded.add_bool_or([on])
+    assigned = {(s.dim, s.lv): s for s in splits}
+    for d in split_dims(enc):
+        factors = enc.chains[d].factors
+        for lv in range(len(enc.spatial_levels)):
+            s = assigned.get((d, lv))
+            keep = factors[:, lv] == (1 if s is None else s.factor)  # whole parents: _largest_factor
+            rows[d] = keep if d not in rows else rows[d] & keep
+            on = None if s is None else enc.on_axis.get((d, lv, s.axis))
+            if s is not None and on is None:
+                return None
+            if on is not None and on is not True:
+                seeded.add_bool_or([on])
     for d, keep in rows.items():
         allowed = np.flatnonzero(keep)
         choice = enc.choice[d]

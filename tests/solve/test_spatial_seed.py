@@ -2,8 +2,8 @@
 
 Where the coarse model is the whole model of a phase on a path with at
 least 64 instances, its time phase first searches the model with the mesh
-axes' factors fixed to a few assignments (the fewest calls; the most shared
-splits), and hints the search with the best schedule found. Checked here:
+axes' factors fixed to a few assignments (the shortest estimated time, links
+counted; the most shared splits), and hints the search with the best schedule found. Checked here:
 the assignments are legal (each axis's factors fit it, each factor is one
 the chains have) and, on ResNet-50 layers on ``tpu-v4i-like``, the ones an
 engineer would pick, at the compute floor; a seeded search is a schedule of
@@ -44,9 +44,9 @@ CONV3X3 = "O[n,k,p,q] += I[n,c,p+r,q+s] * W[k,c,r,s]"
 CONV3X3_S2 = "O[n,k,p,q] += I[n,c,p*2+r,q*2+s] * W[k,c,r,s]"
 
 
-def _coarse(text: str, **extents: int):
-    """The coarse model of a layer on ``tpu-v4i-like``, its time objective set; and the objective's scale."""
-    p = Problem(Workload.from_text("layer", text, extents), load_preset("tpu-v4i-like"))
+def _coarse(text: str, preset: str = "tpu-v4i-like", **extents: int):
+    """The coarse model of a layer on ``preset``, its time objective set; and the objective's scale."""
+    p = Problem(Workload.from_text("layer", text, extents), load_preset(preset))
     enc = build(p, options=OPTIONS, coarse_only=True)
     for guard in enc.guards.values():
         enc.model.add(guard == 1)
@@ -81,6 +81,23 @@ def test_assignments_on_a_3x3_layer_fill_the_array_at_its_compute_floor() -> Non
                 assert math.prod(s.factor for s in splits if (s.lv, s.axis) == (lv, a)) <= axis.size
             on_level = [s.dim for s in splits if s.lv == lv]
             assert len(on_level) == len(set(on_level))  # a dimension on one axis of a level at most
+
+
+def test_assignments_count_the_links_where_chiplets_share_nothing() -> None:
+    """conv4_x's 1x1 256 -> 1024 layer (14x14) on ``simba-like``: 36 chiplets that share nothing over one
+    package link. The fewest calls spread the pixels over every chiplet, each of which then reads the whole
+    1024x256 weights over that link (25 chiplets' worth): link-bound at several times its calls. The first
+    assignment counts the links: output channels over four chiplets, no pixel split there, and its time is
+    its calls' (12,544 clocks, compute-bound)."""
+    enc, _ = _coarse("O[n,k,p,q] += I[n,c,p,q] * W[k,c]", "simba-like", n=1, k=1024, c=256, p=14, q=14)
+    fewest_calls = spatial_seed._beam(enc, lambda est, calls, shared: (calls, -shared))[0]
+    first = spatial_seed.assignments(enc)[0]
+    chiplets = [(s.dim, s.factor) for s in first if enc.spatial_levels[s.lv] == 1]
+    assert chiplets == [("k", 4)]
+    estimated, calls, _ = spatial_seed._score(enc, first)
+    assert estimated == calls == 12544
+    assert spatial_seed._link_time(enc, fewest_calls) > 4 * estimated
+    assert spatial_seed._calls(enc, fewest_calls) < calls
 
 
 def test_a_seeded_search_reaches_the_floor_and_replays() -> None:

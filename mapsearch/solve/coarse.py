@@ -107,7 +107,6 @@ def seeds(enc: Encoding, phase: str) -> bool:
     return phase == "time" and spatial_seed.applies(enc)
 
 
-
 def probe_target(phase: str, best: int | None, floor: int | None) -> int | None:
     """The objective value a probe holds the coarse model to when the best schedule known has value ``best``
     (None: none), or None for no probe.

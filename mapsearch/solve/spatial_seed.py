@@ -164,8 +164,7 @@ def _link_time(enc: Encoding, splits: tuple[Split, ...], later: tuple[tuple[int,
         down = up = 0
         for t in w.tensor_names:
             out = w.is_output(t)
-            copies = math.prod(s.factor for s in here
-                               if s.dim in w.tensor(t).dims or not axes(enc, s.lv)[s.axis].reuses(t, out))
+            copies = math.prod(s.factor for s in here if not _one_crossing(enc, s, t))
             words = _touched(enc, t, part) * copies
             if out:
                 up += words
@@ -203,9 +202,15 @@ def _calls(enc: Encoding, splits: tuple[Split, ...]) -> int:
 def _shared(enc: Encoding, splits: tuple[Split, ...]) -> int:
     """How many (split, tensor) pairs share a crossing: the tensor is not indexed by the split dimension and the
     axis may reuse it (multicast of an input, in-network reduction of an output)."""
+    return sum(1 for s in splits for t in enc.problem.workload.tensor_names if _one_crossing(enc, s, t))
+
+
+def _one_crossing(enc: Encoding, s: Split, tensor: str) -> bool:
+    """Every instance of split ``s`` needs the same part of ``tensor`` (its dimension does not index it) and the
+    axis may reuse it: one crossing serves them all (multicast of an input, in-network reduction of an
+    output). Otherwise each instance's part crosses on its own."""
     w = enc.problem.workload
-    return sum(1 for s in splits for t in w.tensor_names
-               if s.dim not in w.tensor(t).dims and axes(enc, s.lv)[s.axis].reuses(t, w.is_output(t)))
+    return s.dim not in w.tensor(tensor).dims and axes(enc, s.lv)[s.axis].reuses(tensor, w.is_output(tensor))
 
 
 def _axis_choices(enc: Encoding, lv: int, a: int, size: int, splits: tuple[Split, ...]):

@@ -51,15 +51,9 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
     coarse search (:data:`SEED_SHARE` of the time), and the full search that
     follows starts from their schedule.
     """
-    restricted = {}
-    for d, var in enc.choice.items():
-        if isinstance(var, int):
-            continue
-        rows = coarse_rows(enc.chains[d], bool(enc.spatial_levels))
-        if not rows:
-            return None
-        if len(rows) < len(enc.chains[d].tiles):
-            restricted[d] = rows
+    restricted = _restricted_rows(enc)
+    if restricted is None:
+        return None
     model = enc.model
     if restricted:
         model = enc.model.clone()
@@ -100,6 +94,26 @@ def coarse_solution(enc: Encoding, options: SolveOptions, time_left: float, shar
         if probed is not None and (best is None or probed[0] < best):
             return probed
     return None if found is None else (found, solver)
+
+
+def _restricted_rows(enc: Encoding) -> dict[str, list[int]] | None:
+    """Per dimension whose coarse chains are fewer than its chains, their rows; None where a dimension has
+    no coarse chain (then there is no coarse model)."""
+    restricted = {}
+    for d, var in enc.choice.items():
+        if isinstance(var, int):
+            continue
+        rows = coarse_rows(enc.chains[d], bool(enc.spatial_levels))
+        if not rows:
+            return None
+        if len(rows) < len(enc.chains[d].tiles):
+            restricted[d] = rows
+    return restricted
+
+
+def coarse_is_full(enc: Encoding) -> bool:
+    """The coarse model would be the full model (no dimension restricted): its search is the full search's."""
+    return _restricted_rows(enc) == {}
 
 
 def seeds(enc: Encoding, phase: str) -> bool:

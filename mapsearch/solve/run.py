@@ -40,6 +40,7 @@ from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve import narrow, unsplit
 from mapsearch.solve.progress import finished, report, search
+from mapsearch.solve.greedy import greedy_or_coarse
 from mapsearch.solve.warm_start import start_of, with_start
 
 log = logging.getLogger(__name__)
@@ -257,13 +258,26 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         enc.model.add(guard == 1)
     known = start_of(enc, options.start, constraints)  # a warm start: None without one or outside the family
 
+    first_phase = _objectives(enc, options)[0][0]
+
     def first_hint(left: float, phase_floor: int | None, name: str):
+        # Checking a start's decisions is one presolve of the model with them fixed: on a 128x128 array that
+        # took more than a quarter of 13 s left, and the start was dropped.
+        check = lambda: new_solver(options, min(left, max(0.05, left / 2)))  # noqa: E731
         # The coarse search may be followed by a probe below its value (solve/coarse.py, probe_target).
-        return with_start(enc, known,
-                          lambda incumbent: coarse_solution(enc, options, left, coarse_share(name), name, phase_floor, incumbent),
-                          # Checking a start's decisions is one presolve of the model with them fixed: on a
-                          # 128x128 array that took more than a quarter of 13 s left, and the start was dropped.
-                          lambda: new_solver(options, min(left, max(0.05, left / 2))), phase_floor)
+        coarse = lambda incumbent, left=left: coarse_solution(enc, options, left, coarse_share(name), name,  # noqa: E731
+                                                              phase_floor, incumbent)
+        if known is not None or name != first_phase or family != "full":
+            return with_start(enc, known, coarse, check, phase_floor)
+        # No schedule to start from: a greedy one (solve/greedy.py), so that a search cut short still ends
+        # with a schedule. Off a mesh it is checked before the coarse search, which could take all the time
+        # (the check is a presolve of the model: 2 s on ResNet-50's 3x3 layer on cpu-core); on a mesh, where
+        # the seeded searches find a first schedule and the check of an array's model is slow, only after a
+        # coarse search that found none.
+        first = not enc.spatial_levels
+        # Before the coarse search, the check may take a quarter of the time left: the coarse search's share.
+        check_greedy = (lambda: new_solver(options, min(left, max(0.05, left / 4)))) if first else check
+        return greedy_or_coarse(enc, constraints, check_greedy, coarse, left, first=first)
 
     phases, schedule = run_phases(
         enc.model, _objectives(enc, options), options, start,

@@ -17,7 +17,7 @@ fixed to each of a few assignments in turn (:func:`assignments`): the one
 with the shortest estimated time (ties: the fewest op calls of the busiest
 instance, then splits the axes may share: multicast, in-network
 reduction), the one with the most such shared splits within
-:data:`CALLS_SLACK` times that time, and the next shortest. Everything
+:data:`TIME_SLACK` times that time, and the next shortest. Everything
 else (tiles, orders, keeps, parts) is searched. The best schedule hints
 the search that follows; it is a schedule of the family (the fixed
 factors only remove chain rows), so it changes no optimum, bound or
@@ -72,8 +72,9 @@ SEED_INSTANCES = 64
 # Partial assignments kept per mesh axis, and at most this many dimensions per axis.
 BEAM = 16
 DIMS_PER_AXIS = 3
-# The assignment with the most shared splits is taken among those with at most this multiple of the fewest calls.
-CALLS_SLACK = 2
+# The assignment with the most shared splits is taken among those whose estimated time is at most this multiple
+# of the shortest (_score: the compute time of the fewest calls or the links, the larger).
+TIME_SLACK = 2
 # How many assignments the seeded searches try.
 SEEDS = 3
 
@@ -96,11 +97,11 @@ def applies(enc: Encoding) -> bool:
 
 def assignments(enc: Encoding) -> list[tuple[Split, ...]]:
     """The assignments to seed from, best first (see the module's docstring): the shortest estimated time (ties:
-    the fewest calls, then the most shared splits), the most shared splits within :data:`CALLS_SLACK` times
+    the fewest calls, then the most shared splits), the most shared splits within :data:`TIME_SLACK` times
     that time, and the second shortest; each once, none that splits nothing."""
     by_time = _beam(enc, lambda est, calls, shared: (est, calls, -shared))
     least = _score(enc, by_time[0])[0] if by_time else 0
-    by_sharing = _beam(enc, lambda est, calls, shared: (est > CALLS_SLACK * least, -shared, est, calls))
+    by_sharing = _beam(enc, lambda est, calls, shared: (est > TIME_SLACK * least, -shared, est, calls))
     out: list[tuple[Split, ...]] = []
     for splits in by_time[:1] + by_sharing[:1] + by_time[1:]:
         if splits and _key(splits) not in {_key(x) for x in out}:

@@ -19,6 +19,7 @@ from mapsearch.errors import InfeasibleError, NoScheduleInFamily
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
+from mapsearch.model.footprints import footprint_values
 from mapsearch.model.coarse_chains import coarse_rows
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
@@ -255,11 +256,10 @@ def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Wi
         others = 1
         for e in t.dims:
             if e != d and e not in win:
-                alpha, beta = footprint(t, e, w)
-                others *= alpha * (w.extent[e] if e in pinned else 1) + beta
+                others *= int(footprint_values(footprint(t, e, w), np.array([w.extent[e] if e in pinned else 1]))[0])
         if d in t.dims:
-            alpha, beta = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
-            need += (alpha * extent + beta) * others
+            f = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
+            need += footprint_values(f, extent) * others
         else:
             need += others
     fits = np.flatnonzero(need <= room)

@@ -39,9 +39,12 @@ Encoding, per tensor ``X`` and level ``i`` strictly below its home:
 
 from __future__ import annotations
 
+import numpy as np
+
 from mapsearch.model.cuts import outside_at_cut, placed_dims
 from mapsearch.model.encoding import Encoding, Literal, Q
 from mapsearch.model.regions import region_of
+from mapsearch.model.footprints import footprint_values
 from mapsearch.model.tiles import footprint_at, whole_at
 
 
@@ -162,7 +165,7 @@ def cut_region(enc: Encoding, tensor: str, c: int) -> tuple[Q, Q]:
 def _footprint_at(enc: Encoding, d: str, f, j: int) -> Q:
     """``f(T_j)``, with ``T_0 = E`` (the top holds the whole extent)."""
     if j == 0:
-        return Q.const(f[0] * enc.chains[d].extent + f[1])
+        return Q.const(int(footprint_values(f, np.array([enc.chains[d].extent]))[0]))
     return footprint_at(enc, d, f, j)
 
 

@@ -13,12 +13,14 @@ it as a family restriction (model/family.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
 from mapsearch.errors import MapsearchError
 from mapsearch.model.chains import Footprint
+from mapsearch.model.footprints import table_footprint
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import TensorAccess, Workload
 
@@ -63,13 +65,21 @@ def check_supported(p: Problem) -> None:
         raise UnsupportedProblem("the op's block is given in GEMM roles, not yet bound to the workload's dimensions")
     if p.architecture.levels[0].instances != 1 or p.architecture.levels[0].mesh:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
+    meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
-        seen: set[str] = set()
-        for ix in t.indices:
-            for d in ix.dims:
-                if d in seen:
-                    raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes; not supported by the solver")
-                seen.add(d)
+        for d in repeated_dims(t):
+            if not all(len(ix.terms) == 1 for ix in t.indices if d in ix.dims):
+                raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes, one of them with another "
+                                         "dimension; not supported by the solver")
+            if meshed or p.fusion_level is not None:
+                raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes; supported by the solver "
+                                         "only on a path without spatial fanout and outside a fused chain")
+
+
+def repeated_dims(t: TensorAccess) -> tuple[str, ...]:
+    """The dimensions that index more than one axis of ``t`` (``A[m,m]``: ``m``)."""
+    seen: list[str] = []
+    return tuple(dict.fromkeys(d for ix in t.indices for d in ix.dims if d in seen or seen.append(d)))
 
 
 def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:
@@ -98,6 +108,8 @@ def footprint(t: TensorAccess, dim: str, w: Workload) -> Footprint | None:
     carrier's ``beta``).
     """
     ext = w.extent
+    if dim in repeated_dims(t):
+        return _repeated_footprint(t, dim, ext[dim])
     for ix in t.indices:
         if dim not in ix.dims:
             continue
@@ -109,6 +121,16 @@ def footprint(t: TensorAccess, dim: str, w: Workload) -> Footprint | None:
         beta = sum(c * (ext[d] - 1) for d, c in ix.terms if d != dim) + 1 - alpha
         return (alpha, beta)
     return None
+
+
+def _repeated_footprint(t: TensorAccess, dim: str, extent: int):
+    """The footprint of a dimension that alone indexes several axes of ``t`` (``A[m,m]``, ``A[2m,m]``): the
+    region a piece of extent ``x`` touches spans ``a (x - 1) + 1`` along each axis ``a*dim``, holes
+    included (the contract's region is a box), so ``f(x)`` is their product, as a table
+    (model/footprints.py)."""
+    coeffs = [dict(ix.terms)[dim] for ix in t.indices if dim in ix.dims]
+    values = [0] + [math.prod(a * (x - 1) + 1 for a in coeffs) for x in range(1, extent + 1)]
+    return table_footprint(f"{t.name}:{dim}:axes{coeffs}:{extent}", values)
 
 
 def scale_of(values: list[Fraction]) -> int:

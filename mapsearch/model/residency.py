@@ -127,7 +127,7 @@ def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset
     active instances; under ``unit_dims`` (see :func:`region_words`) every
     region counts ``prod_{d not in unit_dims} f_d(x_d)``.
     """
-    from mapsearch.model.problem import footprint
+    from mapsearch.model.problem import footprint, repeated_dims
     from mapsearch.model.spatial import SUM, resolve_view
     from mapsearch.model.tiles import piece_count, piece_sum
     from mapsearch.model.traffic import UNIT
@@ -139,7 +139,8 @@ def first_visits(enc: Encoding, t: str, i: int, seen: dict, unit_dims: frozenset
              for d, v in seen.items() if d not in relevant]
     summed = all(seen.get(d) is None or all(e == SUM or s > i for e, s in zip(seen[d], enc.spatial_levels))
                  for d in w.dims if d in relevant)
-    if not unit_dims and not footprints and summed:
+    if not unit_dims and not footprints and summed and not repeated_dims(w.tensor(t)):
+        # The distinct regions partition the tensor (A[m,m]'s cover boxes along the diagonal only: summed below).
         regions = Q.const(w.tensor_words(t))
     else:
         fp = {d: UNIT if d in unit_dims else footprint(w.tensor(t), d, w) for d in relevant}

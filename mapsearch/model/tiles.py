@@ -12,6 +12,7 @@ import numpy as np
 
 from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.footprints import footprint_values
 
 
 def add_tile_choices(enc: Encoding) -> None:
@@ -104,7 +105,7 @@ def footprint_at(enc: Encoding, d: str, f: Footprint, j: int) -> Q:
     key = ("fp", d, f, j)
     if key not in enc.cache:
         tiles = enc.chains[d].tiles[:, j - 1]
-        enc.cache[key] = enc.lookup(d, f[0] * tiles + f[1], f"footprint_L{j}")
+        enc.cache[key] = enc.lookup(d, footprint_values(f, tiles), f"footprint_L{j}")
     return enc.cache[key]
 
 

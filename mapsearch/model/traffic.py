@@ -37,7 +37,7 @@ from mapsearch.model.chains import Footprint
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
 from mapsearch.model.cuts import flush_class, unflushed
-from mapsearch.model.problem import footprint
+from mapsearch.model.problem import footprint, repeated_dims
 from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum
 
@@ -220,10 +220,11 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         result = total
     if not result.is_const:
         # Every region is visited, so a tensor with plain axes moves at least its own size
-        # (the representative instance of a split sees only its share: no floor then).
+        # (the representative instance of a split sees only its share: no floor then; the regions of a
+        # dimension that indexes two axes, A[m,m], cover only boxes along the diagonal: none either).
         split = any(views.get(d) is not None for d in w.dims)
         # (A measure counts at least one per distinct value of its measured axes.)
-        plain = all(ix.is_plain for ix in access.indices) and not split
+        plain = all(ix.is_plain for ix in access.indices) and not split and not repeated_dims(access)
         floor = (w.tensor_words(tensor) if not unit_dims else
                  math.prod(w.extent[d] for d in relevant if d not in unit_dims)) if plain and not footprints else 0
         v = enc.model.new_int_var(max(result.lo, floor), max(result.hi, floor), f"words_{tensor}_L{i}")

@@ -1,0 +1,78 @@
+"""A dimension that alone indexes several axes of an input (``A[m,m]``, ``A[2m,m]``): solved, and exactly.
+
+The contract's region of such a tensor is the box the piece spans along each
+axis (holes included), ``x^2`` words for ``A[m,m]`` and a piece of extent
+``x``, and the pieces' boxes cover only the diagonal: the solver's optimum
+must equal the wide brute force's (tests/brute_force_wide.py, which scores
+every schedule, buffer positions included, by the replay), and every
+returned schedule must replay to its prediction.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import brute_force_wide as bw
+from brute_force import Objective
+from mapsearch.model.options import SolveOptions
+from mapsearch.model.problem import Problem, UnsupportedProblem
+from mapsearch.schedule.figures import differences
+from mapsearch.sim.replay import replay
+from mapsearch.solve.run import solve
+from mapsearch.spec.architecture import SEPARATE, Architecture, Compute, Level, Link, MeshAxis
+from mapsearch.spec.workload import Workload
+
+DIAG = "Z[m] += A[m,m] * B[m,k]"
+
+
+def _arch(caps, link=Link(), compute=Compute()) -> Architecture:
+    names = [f"L{len(caps) - 1 - i}" for i in range(len(caps))]
+    return Architecture("diag", tuple(Level(n, c, None if i == 0 else link) for i, (n, c) in enumerate(zip(names, caps))),
+                        compute)
+
+
+CASES = [
+    # L0 holds A's box of a 2-piece (4 words) only beside one word each of B and Z: m's L0 tile is 1 or 2.
+    ("diag, 2 levels", DIAG, {"m": 4, "k": 3}, _arch([None, 7]), Objective()),
+    # a middle level too small for anything: every word comes from the top; B kept at L0 across m's L1 loop
+    ("diag, 3 levels, words", DIAG, {"m": 4, "k": 4}, _arch([None, 1, 7], Link(Fraction(2), Fraction(3), SEPARATE)),
+     Objective("words")),
+    ("diag, 3 levels, block op", DIAG, {"m": 5, "k": 4}, _arch([None, 20, 6], compute=Compute((("m", 2),), Fraction(2))),
+     Objective()),
+    # a stride along one of the axes: a piece of extent x spans 2(x - 1) + 1 rows and x columns
+    ("strided diagonal", "Z[m,n] += A[2*m,m] * B[m,n]", {"m": 3, "n": 3}, _arch([None, 16, 8]), Objective()),
+]
+
+
+@pytest.mark.parametrize("name, einsum, extents, arch, objective", CASES, ids=[c[0] for c in CASES])
+def test_the_optimum_equals_the_brute_force(name, einsum, extents, arch, objective):
+    w = Workload.from_text("diag", einsum, extents)
+    best = bw.brute_force(w, arch, {}, objective)
+    assert best is not None
+    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
+    result = solve(Problem(w, arch), options=options)
+    assert result.status == "OPTIMAL"
+    got = tuple(p.value for p in result.phases)
+    assert got == best.value
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+
+
+def test_a_diagonal_moves_its_boxes_not_the_whole_tensor():
+    """With every tile 1, A[m,m] moves its 4 diagonal words, not its 16 (the words floor of a tensor with plain
+    axes, its own size, does not hold for it)."""
+    w = Workload.from_text("diag", DIAG, {"m": 4, "k": 4})
+    result = solve(Problem(w, _arch([None, 3])), options=SolveOptions(objective="words"))
+    a_words = sum(t.words_down for link in result.schedule.predicted.links for t in link.tensors if t.tensor == "A")
+    assert a_words == 4
+
+
+def test_still_refused_on_a_mesh_and_beside_another_dimension():
+    w = Workload.from_text("diag", DIAG, {"m": 4, "k": 4})
+    mesh = Architecture("m", (Level("L1", None), Level("L0", 8, Link(), mesh=(MeshAxis("x", 2, ("all",)),))))
+    with pytest.raises(UnsupportedProblem, match="only on a path without spatial fanout"):
+        solve(Problem(w, mesh))
+    skew = Workload.from_text("skew", "O[p] += I[p+r,p] * W[r]", {"p": 4, "r": 3})
+    with pytest.raises(UnsupportedProblem, match="one of them with another dimension"):
+        solve(Problem(skew, _arch([None, 8])))

@@ -486,10 +486,14 @@ def _equal_window_parts_above(w: Workload, a, homes, obj):
 
 
 def _held(w: Workload, restrictions) -> frozenset[str]:
-    """The dims the solver holds whole (bf.pinned_dims: axes over three dims) when it names that restriction."""
-    if any(x.startswith("filter windows held whole") for x in restrictions):
-        return frozenset(d for d in bf.pinned_dims(w) if w.extent[d] > 1)
-    return frozenset()
+    """The dims the solver holds whole when it names that restriction: the ones it names
+    ("filter windows held whole: r, s (why...)"), and bf.pinned_dims (axes over three dims)."""
+    held: set[str] = set()
+    for x in restrictions:
+        if x.startswith("filter windows held whole: "):
+            named = x[len("filter windows held whole: "):].split(" (")[0]
+            held |= {d.strip() for d in named.split(",")} | {d for d in bf.pinned_dims(w) if w.extent[d] > 1}
+    return frozenset(d for d in held if d in w.extent)
 
 
 CASES = {"flat": flat_case, "mesh": mesh_case, "odd": lambda s: flat_case(s, odd=True)}

@@ -68,9 +68,6 @@ def check_supported(p: Problem) -> None:
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
         for d in repeated_dims(t):
-            if not all(len(ix.terms) == 1 for ix in t.indices if d in ix.dims):
-                raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes, one of them with another "
-                                         "dimension; not supported by the solver")
             if meshed or p.fusion_level is not None:
                 raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes; supported by the solver "
                                          "only on a path without spatial fanout and outside a fused chain")
@@ -109,7 +106,7 @@ def footprint(t: TensorAccess, dim: str, w: Workload) -> Footprint | None:
     """
     ext = w.extent
     if dim in repeated_dims(t):
-        return _repeated_footprint(t, dim, ext[dim])
+        return _repeated_footprint(t, dim, ext)
     for ix in t.indices:
         if dim not in ix.dims:
             continue
@@ -123,14 +120,24 @@ def footprint(t: TensorAccess, dim: str, w: Workload) -> Footprint | None:
     return None
 
 
-def _repeated_footprint(t: TensorAccess, dim: str, extent: int):
-    """The footprint of a dimension that alone indexes several axes of ``t`` (``A[m,m]``, ``A[2m,m]``): the
-    region a piece of extent ``x`` touches spans ``a (x - 1) + 1`` along each axis ``a*dim``, holes
-    included (the contract's region is a box), so ``f(x)`` is their product, as a table
-    (model/footprints.py)."""
-    coeffs = [dict(ix.terms)[dim] for ix in t.indices if dim in ix.dims]
-    values = [0] + [math.prod(a * (x - 1) + 1 for a in coeffs) for x in range(1, extent + 1)]
-    return table_footprint(f"{t.name}:{dim}:axes{coeffs}:{extent}", values)
+def _repeated_footprint(t: TensorAccess, dim: str, ext: Mapping[str, int]):
+    """The footprint of a dimension that indexes several axes of ``t`` (``A[m,m]``, ``A[2*m,m]``,
+    ``I[p+r,p]``): the region is a box (holes included), so a piece of extent ``x`` gives the product of
+    its spans along those axes, as a table (model/footprints.py). Along ``a*dim`` the span is
+    ``a (x - 1) + 1``; along an affine axis, held whole (model/windows.py holds every window of such a
+    tensor whole), ``alpha x + beta`` where ``dim`` carries it and 1 where another dimension does (its
+    extent is folded into the carrier's ``beta``)."""
+    spans = []
+    for ix in t.indices:
+        if dim not in ix.dims:
+            continue
+        coeff = dict(ix.terms)
+        if len(ix.terms) == 1:
+            spans.append((coeff[dim], 1 - coeff[dim]))
+        elif _carrier(ix.dims, ext) == dim:
+            spans.append((coeff[dim], sum(c * (ext[d] - 1) for d, c in ix.terms if d != dim) + 1 - coeff[dim]))
+    values = [0] + [math.prod(a * x + b for a, b in spans) for x in range(1, ext[dim] + 1)]
+    return table_footprint(f"{t.name}:{dim}:spans{spans}:{ext[dim]}", values)
 
 
 def scale_of(values: list[Fraction]) -> int:

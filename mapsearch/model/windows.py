@@ -126,10 +126,11 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     measures every window is held whole (all but its largest dimension); an
     axis over three or more dimensions also under a spatial fanout and where
     its joint table would exceed :data:`JOINT_TABLE_LIMIT`
-    (:func:`joint_entries`); and a window over a dimension such an axis
-    pins. The reasons become a family restriction.
+    (:func:`joint_entries`); a window over a dimension that also indexes
+    another axis of its tensor (``I[p+r,p]``); and a window over a dimension
+    such an axis pins. The reasons become a family restriction.
     """
-    from mapsearch.model.problem import pinned_dims
+    from mapsearch.model.problem import pinned_dims, repeated_dims
     from mapsearch.model.spatial import meshed_levels
 
     w = p.workload
@@ -138,6 +139,10 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     if found and (unit_dims or extra_footprints):
         reasons.append("measures other than words")
     windows = () if reasons else found
+    crossed = [win for win in windows if set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))]
+    if crossed:  # I[p+r,p]: p's footprint is a product over two axes, one per dimension (model/problem.py)
+        reasons.append("a window dimension that also indexes another axis of its tensor")
+        windows = tuple(win for win in windows if win not in crossed)
     wide = [win for win in windows if len(win.dims) > 2]
     if wide and meshed_levels(p):
         reasons.append("an axis over three or more dimensions under a spatial fanout")

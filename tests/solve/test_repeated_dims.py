@@ -16,6 +16,7 @@ import pytest
 
 import brute_force_wide as bw
 from brute_force import Objective
+from mapsearch.errors import NoScheduleInFamily
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.figures import differences
@@ -68,11 +69,38 @@ def test_a_diagonal_moves_its_boxes_not_the_whole_tensor():
     assert a_words == 4
 
 
-def test_still_refused_on_a_mesh_and_beside_another_dimension():
+SKEW = "O[p] += I[p+r,p] * W[r]"
+
+
+@pytest.mark.parametrize("extents, caps", [({"p": 4, "r": 3}, [None, 30, 12]), ({"p": 5, "r": 2}, [None, 9])])
+def test_a_skewed_axis_is_solved_with_its_window_held_whole(extents, caps):
+    """I[p+r,p]: p's footprint is the product of its spans on both axes, with r held whole (a named restriction,
+    lifted only where the optimum meets the contract's floors): the optimum equals the brute force's over the
+    family searched, and the whole family's where the status says OPTIMAL."""
+    w = Workload.from_text("skew", SKEW, extents)
+    arch = _arch(caps)
+    result = solve(Problem(w, arch))
+    got = tuple(p.value for p in result.phases)
+    whole = bw.brute_force(w, arch, {}, Objective())
+    if result.status == "OPTIMAL":
+        assert got == whole.value
+    else:
+        assert result.status == "OPTIMAL_IN_FAMILY"
+        assert any("a window dimension that also indexes another axis" in x for x in result.family_restrictions)
+        assert got == bw.brute_force(w, arch, {}, Objective(), frozenset({"r"})).value and got >= whole.value
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+
+
+def test_a_skewed_axis_whose_held_window_does_not_fit_is_no_schedule_in_the_family_not_infeasible():
+    w = Workload.from_text("skew", SKEW, {"p": 7, "r": 5})
+    arch = _arch([None, 5], Link(Fraction(0), Fraction(3), SEPARATE))
+    assert bw.brute_force(w, arch, {}, Objective()) is not None  # r split: a legal schedule exists
+    with pytest.raises(NoScheduleInFamily, match="a window dimension that also indexes another axis"):
+        solve(Problem(w, arch))
+
+
+def test_still_refused_on_a_mesh():
     w = Workload.from_text("diag", DIAG, {"m": 4, "k": 4})
     mesh = Architecture("m", (Level("L1", None), Level("L0", 8, Link(), mesh=(MeshAxis("x", 2, ("all",)),))))
     with pytest.raises(UnsupportedProblem, match="only on a path without spatial fanout"):
         solve(Problem(w, mesh))
-    skew = Workload.from_text("skew", "O[p] += I[p+r,p] * W[r]", {"p": 4, "r": 3})
-    with pytest.raises(UnsupportedProblem, match="one of them with another dimension"):
-        solve(Problem(skew, _arch([None, 8])))

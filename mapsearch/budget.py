@@ -38,9 +38,13 @@ class Stoppable(Protocol):
 class Budget:
     """A deadline (``seconds`` from now, None: none) and a stop flag shared with its parents."""
 
-    def __init__(self, seconds: float | None = None, *, parent: "Budget | None" = None, limit: str = "the time limit"):
+    def __init__(self, seconds: float | None = None, *, parent: "Budget | None" = None, limit: str = "the time limit",
+                 extends: bool = False):
         self.seconds = seconds
         self.parent = parent
+        # An extension: its own deadline only (its parents' may have passed), still stopped with them. Used for
+        # a last, short step after a search ran out of time (solve/greedy.py, the greedy fallback).
+        self.extends = extends
         self.limit = limit  # how messages name what ran out, e.g. "the time limit of 20 s"
         self.deadline = math.inf if seconds is None else time.monotonic() + max(0.0, float(seconds))
         self._stopped = False
@@ -60,7 +64,7 @@ class Budget:
         end = math.inf
         while b is not None:
             end = min(end, b.deadline)
-            b = b.parent
+            b = None if b.extends else b.parent
         return max(0.0, end - time.monotonic())
 
     def _tightest(self) -> "Budget":
@@ -70,7 +74,7 @@ class Budget:
         while b is not None:
             if b.deadline < best.deadline:
                 best = b
-            b = b.parent
+            b = None if b.extends else b.parent
         return best
 
     @property

@@ -21,10 +21,10 @@ from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
 from mapsearch.errors import InfeasibleError, Interrupted, NoScheduleInFamily, SolverTimeout
-from mapsearch.model.build import build
+from mapsearch.model.build import build, clock_scale
 from mapsearch.model.decode import decode
 from mapsearch.model.encoding import Encoding
-from mapsearch.model.family import family_restrictions, meets_contract_floors, proven_status
+from mapsearch.model.family import family_restrictions, meets_contract_floors, phase_floors, proven_status
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.schedule import Schedule
@@ -40,7 +40,7 @@ from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve import narrow, unsplit
 from mapsearch.solve.progress import finished, report, search
-from mapsearch.solve.greedy import greedy_or_coarse
+from mapsearch.solve.greedy import as_unproven, better_than_search, fallback_applies, greedy_fallback, greedy_or_coarse
 from mapsearch.solve.warm_start import start_of, with_start
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,33 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
             family: str = "full") -> SolveResult:
     """Build and search ``family``: "full" (the searched family), or for a first schedule (solve/narrow.py)
     "narrow" (window dimensions unsplit over mesh axes; coarse searches only) or "coarse" (the model of the
-    coarse chains alone, searched in full)."""
+    coarse chains alone, searched in full), or "fixed" (the greedy schedule's own family, solve/greedy.py).
+
+    The full family off a mesh, without a warm start: where the search finds no schedule in time, or ends
+    FEASIBLE, the greedy schedule is solved on its own (``greedy_fallback``, a short step past the limit),
+    and where it is the better one it is the result, FEASIBLE, with the search's bounds or the contract's
+    floors."""
+    applies = family == "full" and options.start is None and fallback_applies(problem, options)
+
+    def fallback():
+        return greedy_fallback(problem, constraints, options,
+                               lambda c, o: _search(problem, c, o, time.perf_counter(), "fixed"))
+    try:
+        result = _search_family(problem, constraints, options, start, family)
+    except SolverTimeout as error:
+        found = fallback() if applies else None
+        if found is None:
+            raise
+        floors = phase_floors(problem, clock_scale(problem.architecture))
+        return as_unproven(found, floors, time.perf_counter() - start, " ".join(str(error).split()))
+    if not applies or result.status != "FEASIBLE" or budget.stopped():
+        return result
+    found = fallback()
+    return result if found is None else better_than_search(result, found)
+
+
+def _search_family(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
+                   family: str) -> SolveResult:
     report("building the model")
     narrow_family = family == "narrow"
     enc = build(problem, constraints, options, windows_over_mesh=not narrow_family, coarse_only=family == "coarse")

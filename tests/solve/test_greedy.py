@@ -77,3 +77,46 @@ def test_a_search_cut_short_starts_from_the_greedy_schedule():
     time_phase = result.phases[0]
     assert time_phase.name == "time" and time_phase.start_value == greedy.time
     assert result.status == "FEASIBLE" and time_phase.value <= greedy.time
+
+
+def test_a_search_that_finds_nothing_returns_the_greedy_schedule(monkeypatch):
+    """The full search runs out of time before any schedule (as the chains of ResNet-50's 7x7/2 stem on five
+    levels do at 10 s): the greedy schedule, solved on its own first, is the result, FEASIBLE, its bounds the
+    contract's floors, replayed to its prediction."""
+    import mapsearch.solve.run as run
+    from mapsearch.errors import SolverTimeout
+    from mapsearch.model.build import clock_scale
+    from mapsearch.model.family import phase_floors
+
+    w = Workload.from_text("conv", CONV, dict(k=6, c=5, p=7, q=6, r=3, s=3))
+    arch = _arch([None, 300, 40])
+    searched = run._search_family
+
+    def out_of_time(problem, constraints, options, start, family):
+        if family == "full":
+            raise SolverTimeout("the time limit of 1 s ran out while enumerating the tile chains of p")
+        return searched(problem, constraints, options, start, family)
+
+    monkeypatch.setattr(run, "_search_family", out_of_time)
+    result = solve(w, arch, replay_mode="count")  # strict: predicted == replayed
+    greedy = replay_schedule(greedy_schedule(Problem(w, arch)), "count").figures
+    floors = phase_floors(Problem(w, arch), clock_scale(arch))
+    assert result.status == "FEASIBLE" and result.family_restrictions == ()
+    assert [(p.name, p.status, p.value, p.bound) for p in result.phases] == [
+        ("time", "FEASIBLE", greedy.time, floors["time"]), ("words", "FEASIBLE", sum(link.words for link in greedy.links), floors["words"])]
+
+
+def test_no_fallback_where_the_users_constraints_exclude_the_greedy_schedule():
+    from mapsearch.model.options import SolveOptions
+    from mapsearch.solve.greedy import greedy_fallback
+    from mapsearch.solve.run import _search
+    from mapsearch.spec.constraints import Constraints, TileLimit
+
+    w = Workload.from_text("mm", MATMUL, {"m": 13, "n": 7, "k": 11})
+    arch = _arch([None, 60, 5])
+    problem = Problem(w, arch)
+    tile = dict(greedy_schedule(problem).levels[2].tile)["m"]
+    other = Constraints(tiles=(TileLimit("L0", "m", tile + 1, tile + 1),))
+    search = lambda c, o: _search(problem, c, o, 0.0, "fixed")  # noqa: E731
+    assert greedy_fallback(problem, Constraints(), SolveOptions(), search) is not None
+    assert greedy_fallback(problem, other, SolveOptions(), search) is None

@@ -127,3 +127,17 @@ def test_a_search_with_no_time_left_does_not_load_its_model() -> None:
     with within(Budget(60)):
         solver = cp_model.CpSolver()
         assert search(solver, model) == cp_model.OPTIMAL and solver.objective_value == 3
+
+
+def test_an_extension_has_its_own_deadline_and_stops_with_its_parents():
+    expired = Budget(0)
+    extension = Budget(30, parent=expired, extends=True)
+    inner = Budget(None, parent=extension)  # a solve's budget under the extension
+    assert expired.left() == 0 and 29 < extension.left() <= 30 and 29 < inner.left() <= 30
+    with within(inner):
+        checkpoint("the greedy fallback")  # the expired parent's deadline does not apply
+    expired.stop()
+    with within(inner), pytest.raises(Interrupted):
+        checkpoint("the greedy fallback")
+    with within(Budget(None, parent=expired)), pytest.raises(Interrupted):
+        checkpoint("a search")

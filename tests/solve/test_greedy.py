@@ -108,7 +108,7 @@ def test_a_search_that_finds_nothing_returns_the_greedy_schedule(monkeypatch):
 
 def test_no_fallback_where_the_users_constraints_exclude_the_greedy_schedule():
     from mapsearch.model.options import SolveOptions
-    from mapsearch.solve.greedy import greedy_fallback
+    from mapsearch.solve.greedy_start import greedy_fallback
     from mapsearch.solve.run import _search
     from mapsearch.spec.constraints import Constraints, TileLimit
 

@@ -45,7 +45,8 @@ def greedy_schedule(problem: Problem) -> Schedule | None:
     J = arch.depth - 1
     tiles: dict[int, dict[str, int]] = {}
     keeps: dict[int, frozenset[str]] = {}
-    below = {d: min(arch.compute.block_extent(d), w.extent[d]) for d in w.dims}
+    # L0 starts from the op's block: per dimension the largest listed extent within it (1 without a block).
+    below = {d: max(e for e in _extents(w.extent[d]) if e <= arch.compute.block_extent(d)) for d in w.dims}
     for i in range(J, 0, -1):
         start = below if i == J else tiles[i + 1]
         placed = _level(problem, i, start)
@@ -77,7 +78,7 @@ def _level(problem: Problem, i: int, start: dict[str, int]) -> tuple[dict[str, i
             return None
         keep.remove(max(keep, key=lambda t: _held(problem, t, start)))
     tile = dict(start)
-    steps = {d: _extents(w.extent[d]) for d in w.dims}
+    steps = {d: _block_extents(w.extent[d], arch.compute.block_extent(d)) for d in w.dims}
     while True:
         best, best_score = None, None
         for d in w.dims:
@@ -118,6 +119,16 @@ def _extents(extent: int) -> list[int]:
     large = {-(-extent // n) for n in range(1, root + 1)}
     small = {v for v in range(1, min(root, extent) + 1) if -(-extent // -(-extent // v)) == v}
     return sorted(large | small)
+
+
+def _block_extents(extent: int, block: int) -> list[int]:
+    """The candidate extents of a dimension the op's block covers ``block`` at a time: the multiples of the block
+    among :func:`_extents` (and the whole), so that no piece but the last pads a call; all of them without a
+    block."""
+    extents = _extents(extent)
+    if block <= 1:
+        return extents
+    return [e for e in extents if e % block == 0 or e == extent]
 
 
 def _order(problem: Problem, i: int, tile: dict[str, int], parent: dict[str, int], keep: frozenset[str]) -> tuple[str, ...]:

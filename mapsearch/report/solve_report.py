@@ -136,6 +136,9 @@ def _bound_text(bound: Any, proven: bool = False) -> str:
 
 
 def space_lines(space: Any) -> list[str]:
+    if not space.chains and not space.orders_per_level:  # solve/greedy_start.as_unproven
+        return ["search space: no schedule found by the search in time; the greedy schedule is returned, unproven "
+                "(docs/solver.md, \"A greedy first schedule\")"]
     chains = ", ".join(f"{d} {kept:,} of {raw:,} tile chains" for d, kept, raw in space.chains)
     lines = [
         f"search space: {_big(space.size)} schedules ({chains}; {space.orders_per_level:,} orders x keep choices)",

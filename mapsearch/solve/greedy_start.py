@@ -27,6 +27,7 @@ from mapsearch.model.problem import Problem
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.solve.coarse import coarse_is_full
 from mapsearch.solve.greedy import greedy_schedule
+from mapsearch.solve.space import SearchSpace
 from mapsearch.solve.warm_start import Hint, start_of, start_solution
 from mapsearch.spec.constraints import Constraints, TileLimit, resolve_level
 
@@ -124,8 +125,10 @@ def as_unproven(fallback: "SolveResult", floors: dict[str, Fraction], seconds: f
     phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
                                        start_value=None, start_bound=None) for p in fallback.phases)
     log.info("the search found no schedule (%s): the greedy schedule is returned, unproven", why)
+    # No search space to report: the search's model found nothing (or was never built); the fixed family's
+    # one schedule is not what was searched.
     return dataclasses.replace(fallback, status="FEASIBLE", phases=phases, solve_seconds=seconds,
-                               family_restrictions=())
+                               family_restrictions=(), space=SearchSpace((), 0, False, ()))
 
 
 def fallback_applies(problem: Problem, options: SolveOptions) -> bool:

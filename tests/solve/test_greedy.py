@@ -104,6 +104,10 @@ def test_a_search_that_finds_nothing_returns_the_greedy_schedule(monkeypatch):
     assert result.status == "FEASIBLE" and result.family_restrictions == ()
     assert [(p.name, p.status, p.value, p.bound) for p in result.phases] == [
         ("time", "FEASIBLE", greedy.time, floors["time"]), ("words", "FEASIBLE", sum(link.words for link in greedy.links), floors["words"])]
+    from mapsearch.api import render_solve_text
+
+    text = render_solve_text(result, result.replayed)
+    assert "search space: no schedule found by the search in time; the greedy schedule is returned, unproven" in text
 
 
 def test_no_fallback_where_the_users_constraints_exclude_the_greedy_schedule():

@@ -132,9 +132,10 @@ def as_unproven(fallback: "SolveResult", floors: dict[str, Fraction], seconds: f
 
 
 def fallback_applies(problem: Problem, options: SolveOptions) -> bool:
-    """Off a mesh (arrays have their seeded searches: solve/spatial_seed.py), for the time and words
-    objectives (whose contract floors bound an unproven result), without DRAM rows."""
-    return (not any(lv.instances > 1 for lv in problem.architecture.levels)
+    """Off a mesh (arrays have their seeded searches: solve/spatial_seed.py), outside a fused group (its
+    stages share buffers), for the time and words objectives (whose contract floors bound an unproven
+    result), without DRAM rows."""
+    return (not any(lv.instances > 1 for lv in problem.architecture.levels) and problem.fusion_level is None
             and options.objective in ("time", "words") and not options.models_dram_rows)
 
 

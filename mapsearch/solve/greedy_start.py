@@ -123,7 +123,8 @@ def as_unproven(fallback: "SolveResult", floors: dict[str, Fraction], seconds: f
     """The greedy schedule's result as the solve's: FEASIBLE, each phase's bound the contract's floor
     (``floors``, per phase name; 0 where none is known), nothing claimed about any family."""
     phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
-                                       start_value=None, start_bound=None) for p in fallback.phases)
+                                       start_value=None, start_bound=floors.get(p.name, Fraction(0)))
+                   for p in fallback.phases)
     log.info("the search found no schedule (%s): the greedy schedule is returned, unproven", why)
     # No search space to report: the search's model found nothing (or was never built); the fixed family's
     # one schedule is not what was searched.
@@ -141,14 +142,20 @@ def fallback_applies(problem: Problem, options: SolveOptions) -> bool:
 
 def better_than_search(result: "SolveResult", fallback: "SolveResult") -> "SolveResult":
     """``result``, or the greedy schedule where the search was cut short at a worse one (lexicographically over
-    the phases), then with the search's bounds (they hold for every schedule of its family)."""
+    the phases), then with the search's bounds (they hold for every schedule of its family) and floors at the
+    start of each phase; a leading phase the search proved and the greedy schedule ties stays OPTIMAL."""
     if result.status != "FEASIBLE" or [p.name for p in result.phases] != [p.name for p in fallback.phases]:
         return result
     if tuple(p.value for p in fallback.phases) >= tuple(p.value for p in result.phases):
         return result
-    phases = tuple(dataclasses.replace(g, status="FEASIBLE", bound=min(g.value, p.bound), start_value=None,
-                                       start_bound=None) for g, p in zip(fallback.phases, result.phases))
+    phases, tied = [], True
+    for g, p in zip(fallback.phases, result.phases):
+        # A phase the search proved, which the greedy schedule ties after equal phases before it, stays proven.
+        tied = tied and g.value == p.value
+        status = "OPTIMAL" if tied and p.status == "OPTIMAL" else "FEASIBLE"
+        phases.append(dataclasses.replace(p, status=status, value=g.value, bound=min(g.value, p.bound),
+                                          seconds=p.seconds))
     log.info("the search was cut short at %s: the greedy schedule (%s) is returned",
              [str(p.value) for p in result.phases], [str(p.value) for p in fallback.phases])
-    return dataclasses.replace(fallback, status="FEASIBLE", phases=phases, solve_seconds=result.solve_seconds,
+    return dataclasses.replace(fallback, status="FEASIBLE", phases=tuple(phases), solve_seconds=result.solve_seconds,
                                family_restrictions=result.family_restrictions, space=result.space)

@@ -124,3 +124,27 @@ def test_no_fallback_where_the_users_constraints_exclude_the_greedy_schedule():
     search = lambda c, o: _search(problem, c, o, 0.0, "fixed")  # noqa: E731
     assert greedy_fallback(problem, Constraints(), SolveOptions(), search) is not None
     assert greedy_fallback(problem, other, SolveOptions(), search) is None
+
+
+def test_the_greedy_schedule_replaces_a_worse_search_result_keeping_its_proofs_and_bounds():
+    """A search cut short at (time T proven, words W) against a greedy schedule at (T, W' < W): the greedy one is
+    returned, its time phase still OPTIMAL (it ties the proven optimum), its words FEASIBLE with the search's
+    bound and the floor at the phase's start."""
+    import dataclasses
+
+    from mapsearch.solve.greedy_start import better_than_search
+    from mapsearch.solve.phases import Phase
+
+    w = Workload.from_text("mm", MATMUL, {"m": 13, "n": 7, "k": 11})
+    arch = _arch([None, 60, 5])
+    fallback = solve(w, arch, replay_mode=None)
+    t, words = fallback.phases
+    searched = dataclasses.replace(fallback, status="FEASIBLE", phases=(
+        Phase("time", "OPTIMAL", t.value, t.value, 1.0),
+        Phase("words", "FEASIBLE", words.value + 10, words.value - 5, 2.0, words.value + 20, words.value - 7)))
+    kept = better_than_search(searched, fallback)
+    assert kept.schedule is fallback.schedule and kept.status == "FEASIBLE"
+    assert [(p.status, p.value, p.bound, p.start_bound) for p in kept.phases] == [
+        ("OPTIMAL", t.value, t.value, None), ("FEASIBLE", words.value, words.value - 5, words.value - 7)]
+    assert better_than_search(searched, dataclasses.replace(fallback, phases=(t, dataclasses.replace(
+        words, value=words.value + 10)))) is searched  # a tie keeps the search's schedule

@@ -293,6 +293,8 @@ def _search_family(problem: Problem, constraints: Constraints, options: SolveOpt
         # The coarse search may be followed by a probe below its value (solve/coarse.py, probe_target).
         coarse = lambda incumbent, left=left: coarse_solution(enc, options, left, coarse_share(name), name,  # noqa: E731
                                                               phase_floor, incumbent)
+        if family == "fixed":  # the greedy schedule's own family: one schedule, nothing to hint
+            return None
         if known is not None or name != first_phase or family != "full":
             return with_start(enc, known, coarse, check, phase_floor)
         # No schedule to start from: a greedy one (solve/greedy.py), so that a search cut short still ends

@@ -75,8 +75,14 @@ def check_supported(p: Problem) -> None:
 
 def repeated_dims(t: TensorAccess) -> tuple[str, ...]:
     """The dimensions that index more than one axis of ``t`` (``A[m,m]``: ``m``)."""
-    seen: list[str] = []
-    return tuple(dict.fromkeys(d for ix in t.indices for d in ix.dims if d in seen or seen.append(d)))
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for ix in t.indices:
+        for d in ix.dims:
+            if d in seen:
+                repeated[d] = None
+            seen.add(d)
+    return tuple(repeated)
 
 
 def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:

@@ -3,7 +3,8 @@
 Each seed draws one problem small enough to enumerate (einsum, extents,
 2-5 levels, capacities tight to unbounded, homes, link costs and line
 modes, block ops, double buffering, and for ``--kind mesh`` one or two
-meshed levels with primes, ``may_reuse`` and ``must_reuse``), solves it
+meshed levels with primes, ``may_reuse`` and ``must_reuse``, diagonals
+``A[m,m]`` among the einsums), solves it
 with ``SolveOptions(workers=1, seed=0, time_limit=60)`` and checks the
 solver's claims against the oracles in ``tests/`` (which import nothing
 from ``mapsearch.model`` or ``mapsearch.solve``):
@@ -91,7 +92,10 @@ ODD = {
     "ones": ("Z[m,n] += A[m,k] * B[k,n]", {"m": (1, 1), "n": (1, 1), "k": (1, 1)}),
     "bcast": ("Z[m,n] += A[m,k] * B[k]", {"m": (1, 4), "n": (1, 3), "k": (1, 3)}),
 }
-MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "conv1d_d2", "bmm"]
+MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "conv1d_d2", "bmm",
+                "diag", "diag2"]
+# The mesh kind's einsums: the plain ones and two diagonals (a skewed axis is refused on a mesh).
+MESH_TABLE = {**EINSUMS, "diag": ODD["diag"], "diag2": ("Z[m,n] += A[2*m,m] * B[m,n]", {"m": (1, 3), "n": (1, 3)})}
 REUSE = [("all",), ("input",), ("output",), ("none",)]
 CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(0)]
 
@@ -280,11 +284,11 @@ def mesh_case(seed: int) -> Case:
             axes.append(MeshAxis(name + str(s), size, rng.choice(REUSE), must))
         meshes[s] = tuple(axes)
     name = rng.choice(MESH_EINSUMS)
-    meshes = _split_bounds(random.Random(seed * 7919 + 11), meshes, EINSUMS[name][1])
+    meshes = _split_bounds(random.Random(seed * 7919 + 11), meshes, MESH_TABLE[name][1])
     best = None
     for attempt in range(12):
         scale = {2: 2.0, 3: 1.0, 4: 0.6}[depth] * rng.choice([0.6, 0.8, 1.0])
-        w = _draw_workload(rng, EINSUMS, name, scale)
+        w = _draw_workload(rng, MESH_TABLE, name, scale)
         # homes above the outermost meshed level only (a home is whole at its level)
         homes = _homes(rng, w, depth, meshed[0] - 1)
         a = _architecture(rng, w, depth, homes, meshes)
@@ -293,7 +297,7 @@ def mesh_case(seed: int) -> Case:
         if cost <= SPATIAL_BUDGET and (best is None or cost > best[0]):
             best = (cost, w, a, homes)
     if best is None:
-        w = Workload.from_text(name, EINSUMS[name][0], {d: rng.choice([1, 2]) for d in EINSUMS[name][1]})
+        w = Workload.from_text(name, MESH_TABLE[name][0], {d: rng.choice([1, 2]) for d in MESH_TABLE[name][1]})
         homes = {}
         best = (0, w, _architecture(rng, w, depth, homes, meshes), homes)
     _, w, a, homes = best

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import pytest
 
+import brute_force_spatial as bfs
 import brute_force_wide as bw
 from brute_force import Objective
 from mapsearch.errors import NoScheduleInFamily
@@ -112,8 +113,48 @@ def test_a_skewed_axis_whose_held_window_does_not_fit_is_no_schedule_in_the_fami
         solve(Problem(w, arch))
 
 
-def test_still_refused_on_a_mesh():
-    w = Workload.from_text("diag", DIAG, {"m": 4, "k": 4})
+MESH_CASES = [
+    # L0 meshed, 2 instances that multicast inputs: A's diagonal blocks go one per instance when m is split
+    ("diag on a 2-instance L0", DIAG, {"m": 4, "k": 3},
+     Architecture("m", (Level("L1", None), Level("L0", 8, Link(Fraction(1, 4)), mesh=(MeshAxis("x", 2, ("input",)),)))),
+     Objective()),
+    # no reuse over the axis: a split of k sends A's blocks to both instances
+    ("diag, no multicast", DIAG, {"m": 3, "k": 4},
+     Architecture("m", (Level("L1", None), Level("L0", 9, Link(Fraction(1, 3)), mesh=(MeshAxis("x", 3, ("none",)),)))),
+     Objective()),
+    # a strided diagonal under a meshed middle level, separate lines
+    ("strided diagonal, meshed middle", "Z[m,n] += A[2*m,m] * B[m,n]", {"m": 3, "n": 2},
+     Architecture("m", (Level("L2", None), Level("L1", 12, Link(Fraction(1, 4), Fraction(1, 2), SEPARATE),
+                                                  mesh=(MeshAxis("x", 2, ("all",)),)),
+                        Level("L0", 6, Link(Fraction(1, 4))))), Objective()),
+]
+
+
+@pytest.mark.parametrize("name, einsum, extents, arch, objective", MESH_CASES, ids=[c[0] for c in MESH_CASES])
+def test_a_diagonal_on_a_mesh_equals_the_spatial_brute_force(name, einsum, extents, arch, objective):
+    """On a meshed path the solver's optimum over its family equals tests/brute_force_spatial.py's (which scores by
+    the replay, positions above the mesh included), and its schedule replays to its prediction."""
+    w = Workload.from_text("diag", einsum, extents)
+    best = bfs.brute_force_spatial(w, arch, {}, objective)
+    assert best is not None
+    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
+    result = solve(Problem(w, arch), options=options)
+    assert result.proven
+    assert tuple(p.value for p in result.phases) == best.value
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+
+
+def test_a_mesh_case_splits_the_diagonal():
+    """The first mesh case is only worth its brute force if the optimum uses the mesh: m split over both
+    instances, each computing its own diagonal block (12 clocks of compute unsplit on one instance)."""
+    name, einsum, extents, arch, objective = MESH_CASES[0]
+    result = solve(Problem(Workload.from_text("diag", einsum, extents), arch))
+    assert any(sp.dim == "m" for lv in result.schedule.levels for sp in lv.spatial)
+    assert result.phases[0].value < 4 * 3
+
+
+def test_a_skewed_axis_is_still_refused_on_a_mesh():
+    w = Workload.from_text("skew", SKEW, {"p": 4, "r": 2})
     mesh = Architecture("m", (Level("L1", None), Level("L0", 8, Link(), mesh=(MeshAxis("x", 2, ("all",)),))))
-    with pytest.raises(UnsupportedProblem, match="only on a path without spatial fanout"):
+    with pytest.raises(UnsupportedProblem, match="skewed window"):
         solve(Problem(w, mesh))

@@ -68,15 +68,13 @@ def check_supported(p: Problem) -> None:
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
         for d in repeated_dims(t):
-            if p.fusion_level is not None:
-                raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes; supported by the solver "
-                                         "only outside a fused chain")
-            if meshed and any(d in ix.dims and len(ix.terms) > 1 for ix in t.indices):
-                # A skewed axis (I[p+r,p]) holds its window whole (model/windows.py), a family no spatial
-                # brute force checks; a diagonal (A[m,m], A[2*m,m]) is checked on meshes (docs/solver.md).
+            if (meshed or p.fusion_level is not None) and any(d in ix.dims and len(ix.terms) > 1 for ix in t.indices):
+                # A skewed axis (I[p+r,p]) holds its window whole (model/windows.py), a family that neither the
+                # spatial nor the fused brute force checks; a diagonal (A[m,m], A[2*m,m]) is checked on both
+                # (docs/solver.md, "A dimension that indexes several axes").
                 raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes, one of them beside "
                                          "another dimension (a skewed window); supported by the solver only on a "
-                                         "path without spatial fanout")
+                                         "path without spatial fanout and outside a fused chain")
 
 
 def repeated_dims(t: TensorAccess) -> tuple[str, ...]:

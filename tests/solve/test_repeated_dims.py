@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import pytest
 
+import brute_force_fused as bff
 import brute_force_spatial as bfs
 import brute_force_wide as bw
 from brute_force import Objective
@@ -22,9 +23,10 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
+from mapsearch.solve.chain import solve_fused
 from mapsearch.solve.run import solve
 from mapsearch.spec.architecture import SEPARATE, Architecture, Compute, Level, Link, MeshAxis
-from mapsearch.spec.workload import Workload
+from mapsearch.spec.workload import Workload, WorkloadGraph
 
 DIAG = "Z[m] += A[m,m] * B[m,k]"
 
@@ -158,3 +160,41 @@ def test_a_skewed_axis_is_still_refused_on_a_mesh():
     mesh = Architecture("m", (Level("L1", None), Level("L0", 8, Link(), mesh=(MeshAxis("x", 2, ("all",)),))))
     with pytest.raises(UnsupportedProblem, match="skewed window"):
         solve(Problem(w, mesh))
+
+
+FUSED_CASES = [
+    # the diagonal's m is the chain's shared (tileable) dimension
+    (["T[m,n] += A[m,m] * B[m,n]", "Y[m,p] += T[m,n] * C[n,p]"], {"m": 2, "n": 4, "p": 3},
+     Architecture("f", (Level("DRAM", None), Level("L1", 16, Link(Fraction(1, 2), Fraction(1, 2), SEPARATE)),
+                        Level("L0", 20, Link())))),
+    # a diagonal of the intermediate's dimension n in the second stage
+    (["T[m,n] += A[m,k] * B[k,n]", "Y[m,p] += T[m,n] * C[n,n,p]"], {"m": 2, "n": 3, "k": 3, "p": 4},
+     Architecture("f", (Level("DRAM", None), Level("L1", 10, Link(Fraction(2), Fraction(1), SEPARATE)),
+                        Level("L0", 3, Link(Fraction(2), Fraction(2), SEPARATE))), Compute((), Fraction(1, 2)))),
+]
+
+
+@pytest.mark.parametrize("texts, extents, arch", FUSED_CASES, ids=["diagonal input", "diagonal in stage 2"])
+def test_a_diagonal_in_a_fused_chain_equals_the_fused_brute_force(texts, extents, arch):
+    """Fused at every level, the solver's optimum equals tests/brute_force_fused.py's (scored by the fused replay),
+    infeasible exactly where the brute force finds nothing, and the schedule replays to its prediction."""
+    g = WorkloadGraph.from_texts("diag", texts, extents)
+    feasible = 0
+    for f in range(1, arch.depth):
+        brute = bff.brute_force_fused(g, arch, f)
+        o = solve_fused(g, arch, {}, f, SolveOptions(time_limit=60.0, workers=1, seed=0))
+        if brute is None:
+            assert o.status == "INFEASIBLE"
+            continue
+        feasible += 1
+        assert o.status in ("OPTIMAL", "OPTIMAL_IN_FAMILY")  # fused stages: default positions (docs/fusion.md)
+        assert bff.key_of(o.schedule.predicted) == brute.value
+        assert differences(o.schedule.predicted, replay(o.schedule, mode="count").figures) == []
+    assert feasible
+
+
+def test_a_skewed_axis_is_refused_in_a_fused_chain():
+    g = WorkloadGraph.from_texts("skew", ["O[p] += I[p+r,p] * W[r]", "Y[p,q] += O[p] * V[q]"], {"p": 3, "r": 2, "q": 2})
+    arch = Architecture("f", (Level("DRAM", None), Level("L0", 40, Link())))
+    o = solve_fused(g, arch, {}, 1, SolveOptions(time_limit=10.0, workers=1, seed=0))
+    assert o.status != "OPTIMAL" and "skewed window" in (o.reason or "")

@@ -15,25 +15,25 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from mapsearch.budget import checkpoint
-from mapsearch.errors import InfeasibleError, NoScheduleInFamily
+from mapsearch.errors import InfeasibleError
 from mapsearch.model.bounds import add_bounds
 from mapsearch.model.capacity import add_capacity, add_compute, home_words
 from mapsearch.model.chains import DimChains, Footprint, enumerate_chains
-from mapsearch.model.footprints import footprint_values
 from mapsearch.model.coarse_chains import coarse_rows
 from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, unit_dims_needed
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
-from mapsearch.model.overflow import contract_overflow
 from mapsearch.model.placement import add_placements
 from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
+from mapsearch.model.chain_limits import admit_a_chain, check_held_whole_limits, innermost_fit, innermost_overflow
+from mapsearch.model.skew import expanded_regions
 from mapsearch.model.spatial import add_mesh_factors, chain_spatial, meshed_levels
 from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
 from mapsearch.model.spatial_chains import WINDOW_COPIES_LIMIT, copies_of
 from mapsearch.model.window_pruning import prune_window_chains
-from mapsearch.model.windows import Window, find_windows, held_whole_restriction, split_windows
+from mapsearch.model.windows import Window, split_windows, unpinned_axes
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.model.options import SolveOptions
@@ -71,7 +71,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
     """
     if windows is None:
         windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
-    pinned = pinned_dims(p.workload, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
+    pinned = pinned_dims(p.workload, unpinned_axes(p, windows, unit_dims, extra_footprints))
     J = p.depth
     meshed = bool(meshed_levels(p))
     out = _chains_of(p, constraints, unit_dims, extra_footprints, windows, held_whole, windows_over_mesh, pinned, True)
@@ -93,6 +93,7 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
     """The chains of every dimension (of ``only``), before the window pruning (:func:`dimension_chains`)."""
     w, arch = p.workload, p.architecture
     in_window = {(win.tensor, d) for win in windows for d in win.dims}
+    expanded = expanded_regions(p, unit_dims, extra_footprints, pinned, windows)
     J = p.depth
     out: dict[str, DimChains] = {}
     for d, extent in w.extents:
@@ -112,18 +113,19 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
         if p.fusion_level is not None and d not in p.shared_dims:
             for j in range(1, p.fusion_level + 1):
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
-        if not _admit_a_chain(extent, bounds):
+        if not admit_a_chain(extent, bounds):
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
                                   ("user tile limits",))
         if d in pinned:
-            _check_held_whole_limits(p, d, extent, bounds, held_whole)
+            check_held_whole_limits(p, d, extent, bounds, held_whole)
         else:
             lo, hi = bounds[J - 1]
-            fit = _innermost_fit(p, d, pinned, windows)
+            fit = innermost_fit(p, d, pinned, windows)
             if fit < lo <= hi:
-                raise _innermost_overflow(p, d, lo, fit, pinned, held_whole)
+                raise innermost_overflow(p, d, lo, fit, pinned, held_whole)
             bounds[J - 1] = (lo, min(hi, fit))
         fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
+        fps |= {f for t in expanded for _, per_dim in expanded[t] for e, f in per_dim if e == d}
         windowed = any(dd == d for _, dd in in_window)
         fps |= {(1, 0), UNIT} if windowed else set()
         fps |= ({UNIT} if d in unit_dims else set()) | set((extra_footprints or {}).get(d, ()))
@@ -146,124 +148,6 @@ def _coarse(chains: DimChains, meshed: bool) -> DimChains:
     """A dimension's coarse rows (model/coarse_chains.py); all of them where it has none."""
     rows = coarse_rows(chains, meshed)
     return chains.take(np.asarray(rows, dtype=np.int64)) if 0 < len(rows) < len(chains) else chains
-
-
-def _admit_a_chain(extent: int, bounds: list[tuple[int, int]]) -> bool:
-    """Some chain ``extent >= T_1 >= ... >= T_J >= 1`` meets the limits ``bounds[j-1] = (lo, hi)`` on ``T_j``.
-
-    Taking each ``T_j`` as large as the limits and its parent allow leaves
-    the most room below, so the chain exists iff that greedy one meets every
-    lower limit.
-    """
-    parent = extent
-    for lo, hi in bounds:
-        parent = min(parent, hi)
-        if parent < max(lo, 1):
-            return False
-    return True
-
-
-def _check_held_whole_limits(p: Problem, d: str, extent: int, bounds: list[tuple[int, int]], why: str | None) -> None:
-    """A dimension held whole has its extent at every level: user tile limits that exclude it cannot be met.
-
-    Extent-1 dimensions have no other tile, so that is a real conflict. A
-    window dimension held whole (``why``: split_windows' reason) is
-    a restriction of the searched family, so the error says so rather than
-    "infeasible" (a split tile might meet the limit; the limits admit a
-    chain, checked before), unless no schedule of the contract fits
-    (:func:`_outside_the_family`). Silently replacing the user's limit by
-    the whole extent would report a schedule the user ruled out.
-    """
-    arch = p.architecture
-    for j, (lo, hi) in enumerate(bounds, start=1):
-        if lo <= extent <= hi:
-            continue
-        what = (f"the tile limit on {d} at {arch.levels[j].name} ({lo}..{hi}) excludes its extent {extent}, "
-                f"at which {d} is held")
-        if extent == 1:
-            raise InfeasibleError(what, ("user tile limits",))
-        raise _outside_the_family(p, f"{what} whole", [d], why)
-
-
-def _outside_the_family(p: Problem, what: str, held: list[str], why: str | None,
-                        core: tuple[str, ...] = ("user tile limits",)) -> InfeasibleError:
-    """The error when the searched family, with ``held`` dimensions held whole, has no schedule before any search:
-    infeasible where no schedule of the contract fits (model/overflow.contract_overflow), else
-    "no schedule in the searched family" naming the restriction."""
-    overflow = contract_overflow(p)
-    if overflow is not None:
-        return overflow
-    restriction = held_whole_restriction(held, why)
-    return NoScheduleInFamily(f"no schedule in the searched family: {what}; the family was restricted "
-                              f"({restriction}), so a legal schedule outside it may exist", core, (restriction,))
-
-
-def _innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[str],
-                        why: str | None) -> InfeasibleError:
-    """``d``'s innermost tile must be at least ``lo`` but at most ``fit`` fits there (``_innermost_fit``).
-
-    Infeasible, unless dimensions held whole (``pinned``, a restriction of
-    the family: ``why``) took part of the room: then the fit with every
-    window split, which holds for every schedule of the contract, decides,
-    and where ``lo`` is within it, no schedule in the searched family
-    (:func:`_outside_the_family`).
-    """
-    J = p.depth
-    w = p.workload
-    name = p.architecture.levels[J].name
-    if p.fusion_level == J and d not in p.shared_dims and lo == w.extent[d]:
-        need = f"{d} is whole ({lo}) at {name}, the fusion level (the outer nest does not tile it)"
-    else:
-        need = f"the tile limits on {d} at {name} need at least {lo}"
-    held = sorted(e for e in pinned if w.extent[e] > 1)
-    if held:
-        fit_all = _innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1), find_windows(w))
-        if lo > fit_all:
-            held, fit = [], fit_all
-    what = (f"capacity of {name} conflict: {need}, but at most {fit} fits its {p.architecture.levels[J].capacity} "
-            f"words with every other tile at its smallest")
-    if not held:
-        return InfeasibleError(what, (f"capacity of {name}",))
-    return _outside_the_family(p, what, held, why, (f"capacity of {name}",))
-
-
-def _innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:
-    """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
-
-    Each such tensor ``X`` holds at least its tile with every other dimension
-    at its smallest extent (L0's buffer of ``X`` holds at least ``X``'s L0
-    tile, wherever it is placed), so ``sum_X f_{X,d}(T) * prod_{e != d}
-    f_{X,e}(smallest T_e) <= capacity - homes`` (a tensor that ``d`` does not
-    index counts its smallest tile): every tensor at once, not one at a
-    time. Along a split window over ``d`` and ``r`` the tile spans
-    ``c_d*(T-1) + c_r*(T_r-1) + 1`` words, at least ``c_d*(T-1) + 1``; a
-    window ``d`` is not in spans at least one word.
-    """
-    w, arch = p.workload, p.architecture
-    J = p.depth
-    cap = arch.levels[J].capacity
-    if cap is None:
-        return w.extent[d]
-    # Tensors homed whole at L0 take their words; a fused intermediate homed there holds only its tile.
-    whole_at_l0 = [t for t in w.tensor_names if p.home(t) == J and t not in p.fused]
-    room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
-    extent = np.arange(1, w.extent[d] + 1, dtype=np.int64)
-    need = np.zeros_like(extent)
-    for t in w.tensors:
-        if t.name in whole_at_l0:
-            continue
-        win = {e: win for win in windows if win.tensor == t.name for e in win.dims}
-        others = 1
-        for e in t.dims:
-            if e != d and e not in win:
-                others *= int(footprint_values(footprint(t, e, w), np.array([w.extent[e] if e in pinned else 1]))[0])
-        if d in t.dims:
-            f = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
-            need += footprint_values(f, extent) * others
-        else:
-            need += others
-    fits = np.flatnonzero(need <= room)
-    return int(extent[fits[-1]]) if fits.size else 1
 
 
 def build(p: Problem, constraints: Constraints = Constraints(), options: SolveOptions = SolveOptions(),
@@ -323,6 +207,7 @@ def build_stage(p: Problem, constraints: Constraints, model: cp_model.CpModel,
                                       windows_over_mesh, coarse_only)
     arch = p.architecture
     enc = Encoding(model, p, chains, pinned, clock_scale(arch), spatial_levels=meshed_levels(p), windows=windows)
+    enc.cache["expanded"] = expanded_regions(p, unit_dims, extra_footprints, pinned, windows)  # model/skew.py
     if held_whole:
         enc.cache["windows_off"] = held_whole
     _check_homes_fit(enc)

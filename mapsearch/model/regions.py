@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import footprint
+from mapsearch.model.skew import ONE_PER_PIECE
 
 
 def region_of(enc: Encoding, tensor: str, extent_at, stem: str) -> Q:
@@ -22,7 +23,13 @@ def region_of(enc: Encoding, tensor: str, extent_at, stem: str) -> Q:
     access = w.tensor(tensor)
     windows = [win for win in enc.windows if win.tensor == tensor]
     in_window = {d for win in windows for d in win.dims}
-    factors = [extent_at(d, footprint(access, d, w)) for d in w.dims if d in access.dims and d not in in_window]
+    expanded = enc.cache.get("expanded", {}).get(tensor)
+    if expanded:  # a skewed axis (model/skew.py): the polynomial of its box, every other axis but the windows
+        terms = [(coeff, enc.product([extent_at(d, f) for d, f in per_dim if f != ONE_PER_PIECE], f"{stem}_m{k}"))
+                 for k, (coeff, per_dim) in enumerate(expanded)]
+        factors = [enc.linear(terms, floor=1)]
+    else:
+        factors = [extent_at(d, footprint(access, d, w)) for d in w.dims if d in access.dims and d not in in_window]
     for win in windows:
         terms = [(c, extent_at(d, (1, 0))) for d, c in zip(win.dims, win.coeffs)]
         factors.append(enc.linear(terms + [(1 - sum(win.coeffs), Q.const(1))], floor=1))

@@ -91,6 +91,13 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         outside = None
     if key in enc.words:
         return enc.words[key]
+    expanded = enc.cache.get("expanded", {}).get(tensor)
+    if expanded and not unit_dims and not footprints:
+        # A skewed axis (model/skew.py): the region is a sum of monomials, each one footprint per dimension,
+        # and its words the same sum of the monomials' words. Never negative: each region's words are.
+        enc.words[key] = enc.linear([(coeff, region_words(enc, tensor, i, views, unit_dims, dict(per_dim), outside))
+                                     for coeff, per_dim in expanded], floor=0)
+        return enc.words[key]
     access = w.tensor(tensor)
     is_output = w.is_output(tensor)
     relevant = [d for d in w.dims if d in access.dims]

@@ -65,6 +65,7 @@ from functools import lru_cache
 from mapsearch.model.chains import enumerate_chains
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem
+from mapsearch.model.skew import expands
 from mapsearch.model.window_tables import coincidence_table, joint_table
 from mapsearch.spec.workload import Workload
 
@@ -140,9 +141,12 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
         reasons.append("measures other than words")
     windows = () if reasons else found
     crossed = [win for win in windows if set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))]
-    if crossed:  # I[p+r,p]: p's footprint is a product over two axes, one per dimension (model/problem.py)
+    # I[p+r,p]: split with its tensor's region expanded into monomials where the box determines the pieces
+    # (model/skew.py); otherwise held whole, p's footprint then a product over two axes (model/problem.py).
+    expanded = expands(p, unit_dims, extra_footprints)
+    if any(win.tensor not in expanded for win in crossed):
         reasons.append("a window dimension that also indexes another axis of its tensor")
-        windows = tuple(win for win in windows if win not in crossed)
+    windows = tuple(win for win in windows if win not in crossed)
     wide = [win for win in windows if len(win.dims) > 2]
     if wide and meshed_levels(p):
         reasons.append("an axis over three or more dimensions under a spatial fanout")
@@ -155,11 +159,24 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
             windows = tuple(x for x in windows if x != win)
     reason = "; ".join(reasons) or None
     while True:
-        pinned = pinned_dims(w, frozenset((win.tensor, frozenset(win.dims)) for win in windows))
+        pinned = pinned_dims(w, unpinned_axes(p, windows, unit_dims, extra_footprints))
         kept = tuple(win for win in windows if not set(win.dims) & pinned)
         if kept == windows:
             return windows, pinned, reason
         windows = kept
+
+
+def unpinned_axes(p: Problem, windows: tuple[Window, ...], unit_dims: frozenset[str], extra_footprints
+                  ) -> frozenset[tuple[str, frozenset[str]]]:
+    """``(tensor, dims)`` of the affine axes whose dimensions are all tiled: the split windows, and the skewed
+    axes of the tensors whose region model/skew.py expands."""
+    from mapsearch.model.problem import repeated_dims
+
+    w = p.workload
+    expanded = expands(p, unit_dims, extra_footprints)
+    skewed = {(win.tensor, frozenset(win.dims)) for win in find_windows(w)
+              if win.tensor in expanded and set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))}
+    return frozenset((win.tensor, frozenset(win.dims)) for win in windows) | frozenset(skewed)
 
 
 def joint_entries(p: Problem, win: Window) -> int:

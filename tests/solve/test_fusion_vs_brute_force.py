@@ -189,7 +189,7 @@ def test_intermediate_never_reaches_dram_when_fused() -> None:
 def test_fused_at_l0_intermediate_counted_whole_in_l0_prefilter() -> None:
     """Regression: a bug the brute force found in mapsearch/model/build.py (fixed).
 
-    ``_innermost_fit`` bounds L0 tiles by ``capacity - words of tensors homed at L0``. Fused at
+    ``model/chain_limits.innermost_fit`` bounds L0 tiles by ``capacity - words of tensors homed at L0``. Fused at
     L0, the intermediate T is homed at L0 but holds only its L0 tile (docs/fusion.md), yet it
     is subtracted whole (m*n = 16 words). Here L0 = 8 words: the solver keeps m's tile at 1
     and reports (40, 40) as OPTIMAL; the brute force finds m tile 2 (A 2 + B 1 + T 2 + C 1 +

@@ -1,0 +1,170 @@
+r"""A skewed axis split like any other: ``I[p+r,p]``'s region as a sum of products, one footprint per dimension.
+
+A tensor whose dimension indexes an affine axis and another axis too
+(``I[p+r,p]``, ``A[m,m+k]``) has no region of one factor per dimension: a
+box of pieces ``x_d`` spans, along each axis ``a``,
+
+    span_a = sum_{d in a} c_d (x_d - 1) + 1
+
+words (never clipped: a piece of ``d`` starting at ``s_d`` reaches index
+``sum_d c_d (s_d + x_d - 1)``, at most the axis's last), and its region is
+``prod_a span_a`` (``(x_p + x_r - 1) x_p`` for ``I[p+r,p]``). Expanded, that
+is a polynomial ``sum_k coeff_k prod_d x_d^{k_d}`` (:func:`monomials`), and
+each monomial *is* one footprint per dimension (``x^k``; ``k = 0``: one per
+piece). So the words a buffer of the tensor takes in, the sum over its
+region changes of the region, are ``sum_k coeff_k`` times the words
+model/traffic.region_words counts with monomial ``k``'s footprints, each
+exact, and its largest region is the polynomial at its largest pieces (every
+coefficient of a span is positive, so the region grows with every piece).
+
+That needs the region to change exactly when a piece of some dimension
+indexing the tensor changes (region_words' rule, with no coincidences of a
+filter window's kind): the box must determine the pieces
+(:func:`determined`). A dimension alone on an axis is read from that axis
+(its start and extent, ``c > 0``); an affine axis with one dimension not yet
+read gives that one. ``I[p+r,p]``: ``p`` from the second axis, then ``r``
+from the first. Where the box does not determine every piece (two window
+dimensions on one axis and nowhere else, ``I[p+r+u,p]``) the window stays
+held whole, a named restriction (model/windows.split_windows).
+
+Only where transfers are measured in words (DRAM rows and other measures
+hold it whole, like every window there), and on a path without a mesh and
+outside a fused chain (model/problem.check_supported refuses those: no
+spatial or fused brute force checks this family).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Mapping
+
+import numpy as np
+
+from mapsearch.model.footprints import table_footprint
+from mapsearch.spec.einsum import TensorAccess
+from mapsearch.spec.workload import Workload
+
+ONE_PER_PIECE = (0, 1)
+EXTENT = (1, 0)
+
+Monomial = tuple[int, tuple[tuple[str, tuple], ...]]  # (coefficient, ((dim, footprint), ...))
+
+
+def _repeated(t: TensorAccess) -> set[str]:
+    seen: set[str] = set()
+    again: set[str] = set()
+    for ix in t.indices:
+        for d in ix.dims:
+            (again if d in seen else seen).add(d)
+    return again
+
+
+def skewed_axes(t: TensorAccess) -> list[int]:
+    """Indices of ``t``'s affine axes (two or more terms) over a dimension that indexes another axis too."""
+    again = _repeated(t)
+    return [a for a, ix in enumerate(t.indices) if len(ix.terms) > 1 and set(ix.dims) & again]
+
+
+def determined(t: TensorAccess, w: Workload) -> bool:
+    """The box determines the piece of every dimension of extent > 1 on ``t``'s axes other than its filter
+    windows (affine axes without a repeated dimension, whose coincidences model/windows.py counts), and
+    those windows share no such dimension with the other axes."""
+    again = _repeated(t)
+    regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
+    own = [ix for ix in t.indices if ix not in regular]
+    live = {d for ix in own for d in ix.dims if w.extent[d] > 1}
+    if live & {d for ix in regular for d in ix.dims if w.extent[d] > 1}:
+        return False
+    known = {d for ix in own if len(ix.terms) == 1 for d in ix.dims if d in live}
+    changed = True
+    while changed:
+        changed = False
+        for ix in own:
+            unknown = [d for d in ix.dims if d in live and d not in known]
+            if len(unknown) == 1:
+                known.add(unknown[0])
+                changed = True
+    return known == live
+
+
+def expands(p, unit_dims: frozenset[str], extra_footprints) -> frozenset[str]:
+    """The tensors of ``p`` whose skewed axes are split, their region expanded (the module's docstring)."""
+    if unit_dims or extra_footprints or p.fusion_level is not None:
+        return frozenset()
+    if any(lv.instances > 1 for lv in p.architecture.levels):
+        return frozenset()
+    w = p.workload
+    return frozenset(t.name for t in w.einsum.inputs if skewed_axes(t) and determined(t, w))
+
+
+def _power(k: int, extent: int):
+    if k == 0:
+        return ONE_PER_PIECE
+    if k == 1:
+        return EXTENT
+    return table_footprint(f"x^{k}:{extent}", [x ** k for x in range(extent + 1)])
+
+
+def monomials(t: TensorAccess, w: Workload, pinned: frozenset[str], axes: tuple[int, ...]) -> tuple[Monomial, ...]:
+    """The region over ``axes`` of ``t`` as ``((coefficient, ((dim, footprint), ...)), ...)``.
+
+    Every dimension of those axes has a footprint in every monomial (``x^k``,
+    one per piece for ``k = 0``); a pinned dimension (whole at every level)
+    or one of extent 1 enters as its extent, folded into the coefficient,
+    with one per piece as its footprint.
+    """
+    return _monomials(t, tuple(sorted(w.extents)), pinned, axes)
+
+
+@lru_cache(maxsize=256)
+def _monomials(t: TensorAccess, extents: tuple[tuple[str, int], ...], pinned: frozenset[str],
+               axes: tuple[int, ...]) -> tuple[Monomial, ...]:
+    ext = dict(extents)
+    dims = sorted({d for a in axes for d in t.indices[a].dims})
+    free = [d for d in dims if d not in pinned and ext[d] > 1]
+    # A polynomial: exponents over ``free`` -> coefficient.
+    poly: dict[tuple[int, ...], int] = {(0,) * len(free): 1}
+    for a in axes:
+        span: dict[tuple[int, ...], int] = {}
+        const = 1
+        for d, c in t.indices[a].terms:
+            if d in free:
+                e = tuple(1 if g == d else 0 for g in free)
+                span[e] = span.get(e, 0) + c
+            else:
+                const += c * (ext[d] - 1)
+            const -= c if d in free else 0
+        zero = (0,) * len(free)
+        span[zero] = span.get(zero, 0) + const
+        out: dict[tuple[int, ...], int] = {}
+        for e1, c1 in poly.items():
+            for e2, c2 in span.items():
+                if c1 and c2:
+                    e = tuple(x + y for x, y in zip(e1, e2))
+                    out[e] = out.get(e, 0) + c1 * c2
+        poly = out
+    return tuple((coeff, tuple((d, _power(k, ext[d])) if d in free else (d, ONE_PER_PIECE)
+                               for d, k in zip(free + [d for d in dims if d not in free],
+                                               list(e) + [0] * (len(dims) - len(free)))))
+                 for e, coeff in sorted(poly.items()) if coeff)
+
+
+def region_at(t: TensorAccess, axes: tuple[int, ...], x: Mapping[str, object]):
+    """``prod_{a in axes} span_a`` at piece extents ``x`` (ints or numpy arrays): the box's words."""
+    return math.prod(sum(c * (np.asarray(x[d]) - 1) for d, c in t.indices[a].terms) + 1 for a in axes)
+
+
+def expanded_regions(p, unit_dims: frozenset[str], extra_footprints, pinned: frozenset[str],
+                     windows) -> dict[str, tuple[Monomial, ...]]:
+    """Per tensor :func:`expands` names, the monomials of its region over every axis but its split filter windows
+    (model/windows.py, whose coincidences model/traffic.py counts as for any tensor)."""
+    w = p.workload
+    out: dict[str, tuple[Monomial, ...]] = {}
+    for name in sorted(expands(p, unit_dims, extra_footprints)):
+        t = w.tensor(name)
+        split = {frozenset(win.dims) for win in windows if win.tensor == name}
+        axes = tuple(a for a, ix in enumerate(t.indices)
+                     if len(ix.terms) == 1 or frozenset(d for d in ix.dims if w.extent[d] > 1) not in split)
+        out[name] = monomials(t, w, pinned, axes)
+    return out

@@ -4,7 +4,7 @@ Each seed draws one problem small enough to enumerate (einsum, extents,
 2-5 levels, capacities tight to unbounded, homes, link costs and line
 modes, block ops, double buffering, and for ``--kind mesh`` one or two
 meshed levels with primes, ``may_reuse`` and ``must_reuse``, diagonals
-``A[m,m]`` among the einsums), solves it
+``A[m,m]`` and a skewed axis ``I[p+r,p]`` among the einsums), solves it
 with ``SolveOptions(workers=1, seed=0, time_limit=60)`` and checks the
 solver's claims against the oracles in ``tests/`` (which import nothing
 from ``mapsearch.model`` or ``mapsearch.solve``):
@@ -93,9 +93,10 @@ ODD = {
     "bcast": ("Z[m,n] += A[m,k] * B[k]", {"m": (1, 4), "n": (1, 3), "k": (1, 3)}),
 }
 MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "conv1d_d2", "bmm",
-                "diag", "diag2"]
-# The mesh kind's einsums: the plain ones and two diagonals (a skewed axis is refused on a mesh).
-MESH_TABLE = {**EINSUMS, "diag": ODD["diag"], "diag2": ("Z[m,n] += A[2*m,m] * B[m,n]", {"m": (1, 3), "n": (1, 3)})}
+                "diag", "diag2", "skew"]
+# The mesh kind's einsums: the plain ones, two diagonals and a skewed axis.
+MESH_TABLE = {**EINSUMS, "diag": ODD["diag"], "diag2": ("Z[m,n] += A[2*m,m] * B[m,n]", {"m": (1, 3), "n": (1, 3)}),
+              "skew": ODD["skew"]}
 REUSE = [("all",), ("input",), ("output",), ("none",)]
 CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(0)]
 

@@ -66,15 +66,15 @@ def check_supported(p: Problem) -> None:
     if p.architecture.levels[0].instances != 1 or p.architecture.levels[0].mesh:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
+    from mapsearch.model.skew import determined, skewed_axes
+
     for t in p.workload.tensors:
-        for d in repeated_dims(t):
-            if (meshed or p.fusion_level is not None) and any(d in ix.dims and len(ix.terms) > 1 for ix in t.indices):
-                # A skewed axis (I[p+r,p]) holds its window whole (model/windows.py), a family that neither the
-                # spatial nor the fused brute force checks; a diagonal (A[m,m], A[2*m,m]) is checked on both
-                # (docs/solver.md, "A dimension that indexes several axes").
-                raise UnsupportedProblem(f"tensor {t.name}: dimension {d} indexes two axes, one of them beside "
-                                         "another dimension (a skewed window); supported by the solver only on a "
-                                         "path without spatial fanout and outside a fused chain")
+        if (meshed or p.fusion_level is not None) and skewed_axes(t) and not determined(t, p.workload):
+            # Such a window is held whole (model/skew.py, model/windows.py), a family that neither the spatial
+            # nor the fused brute force checks; a diagonal or a skewed axis split is checked on both.
+            raise UnsupportedProblem(f"tensor {t.name}: a skewed axis over two window dimensions, held whole; "
+                                     "supported by the solver only on a path without spatial fanout and outside "
+                                     "a fused chain")
 
 
 def repeated_dims(t: TensorAccess) -> tuple[str, ...]:

@@ -28,9 +28,12 @@ dimensions on one axis and nowhere else, ``I[p+r+u,p]``) the window stays
 held whole, a named restriction (model/windows.split_windows).
 
 Only where transfers are measured in words (DRAM rows and other measures
-hold it whole, like every window there), and on a path without a mesh and
-outside a fused chain (model/problem.check_supported refuses those: no
-spatial or fused brute force checks this family).
+hold it whole, like every window there). On a meshed path and in a fused
+stage alike: a part of a dimension on an instance, or a fused stage's
+piece, is a piece like any other, read through the same footprints
+(checked against the spatial and fused brute forces). A skewed axis whose
+box does not determine its pieces is refused there
+(model/problem.check_supported): its held family has no such oracle.
 """
 
 from __future__ import annotations
@@ -90,9 +93,7 @@ def determined(t: TensorAccess, w: Workload) -> bool:
 
 def expands(p, unit_dims: frozenset[str], extra_footprints) -> frozenset[str]:
     """The tensors of ``p`` whose skewed axes are split, their region expanded (the module's docstring)."""
-    if unit_dims or extra_footprints or p.fusion_level is not None:
-        return frozenset()
-    if any(lv.instances > 1 for lv in p.architecture.levels):
+    if unit_dims or extra_footprints:
         return frozenset()
     w = p.workload
     return frozenset(t.name for t in w.einsum.inputs if skewed_axes(t) and determined(t, w))

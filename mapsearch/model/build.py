@@ -24,7 +24,7 @@ from mapsearch.model.dram_rows import add_max_row_openings, add_row_openings, un
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import add_canonical_trivial_loops, add_orders
 from mapsearch.model.placement import add_placements
-from mapsearch.model.problem import Problem, check_supported, footprint, pinned_dims, scale_of
+from mapsearch.model.problem import Problem, check_supported, footprint, scale_of
 from mapsearch.model.residency import add_link_times, add_link_words, add_residency
 from mapsearch.model.chain_limits import admit_a_chain, check_held_whole_limits, innermost_fit, innermost_overflow
 from mapsearch.model.skew import expanded_regions
@@ -33,7 +33,7 @@ from mapsearch.model.tiles import add_tile_choices
 from mapsearch.model.traffic import UNIT
 from mapsearch.model.spatial_chains import WINDOW_COPIES_LIMIT, copies_of
 from mapsearch.model.window_pruning import prune_window_chains
-from mapsearch.model.windows import Window, split_windows, unpinned_axes
+from mapsearch.model.windows import Window, pinned_with_skew, split_windows
 from mapsearch.model.user import add_orders_fixed, add_stationary
 from mapsearch.spec.constraints import Constraints, resolve_level, resolve_tensor
 from mapsearch.model.options import SolveOptions
@@ -71,7 +71,7 @@ def dimension_chains(p: Problem, constraints: Constraints,
     """
     if windows is None:
         windows, _, held_whole = split_windows(p, unit_dims, extra_footprints)
-    pinned = pinned_dims(p.workload, unpinned_axes(p, windows, unit_dims, extra_footprints))
+    pinned = pinned_with_skew(p, windows, unit_dims, extra_footprints)
     J = p.depth
     meshed = bool(meshed_levels(p))
     out = _chains_of(p, constraints, unit_dims, extra_footprints, windows, held_whole, windows_over_mesh, pinned, True)

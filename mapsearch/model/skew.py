@@ -20,12 +20,13 @@ coefficient of a span is positive, so the region grows with every piece).
 That needs the region to change exactly when a piece of some dimension
 indexing the tensor changes (region_words' rule, with no coincidences of a
 filter window's kind): the box must determine the pieces
-(:func:`determined`). A dimension alone on an axis is read from that axis
+(:func:`held_for_box`). A dimension alone on an axis is read from that axis
 (its start and extent, ``c > 0``); an affine axis with one dimension not yet
 read gives that one. ``I[p+r,p]``: ``p`` from the second axis, then ``r``
 from the first. Where the box does not determine every piece (two window
-dimensions on one axis and nowhere else, ``I[p+r+u,p]``) the window stays
-held whole, a named restriction (model/windows.split_windows).
+dimensions on one axis and nowhere else, ``I[p+r+u,p]``) all but the largest
+of them are held whole, a named restriction (model/windows.split_windows),
+and the rest is split.
 
 Only where transfers are measured in words (DRAM rows and other measures
 hold it whole, like every window there). On a meshed path and in a fused
@@ -69,34 +70,56 @@ def skewed_axes(t: TensorAccess) -> list[int]:
     return [a for a, ix in enumerate(t.indices) if len(ix.terms) > 1 and set(ix.dims) & again]
 
 
-def determined(t: TensorAccess, w: Workload) -> bool:
-    """The box determines the piece of every dimension of extent > 1 on ``t``'s axes other than its filter
-    windows (affine axes without a repeated dimension, whose coincidences model/windows.py counts), and
-    those windows share no such dimension with the other axes."""
+def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str] | None:
+    """The fewest dimensions to hold whole so that the box determines every other piece on ``t``'s axes but
+    its filter windows (affine axes without a repeated dimension, whose coincidences model/windows.py
+    counts); None where such a window shares a dimension with those axes.
+
+    Read pieces off the axes: a dimension alone on an axis first, then any affine axis with one dimension
+    not yet read. Where every axis left has two or more, the largest of one such axis is read and the
+    others are held (``I[p+r+u,p]``: ``p`` from the second axis, then ``u`` held and ``r`` read, for
+    ``R >= U``); empty where nothing need be held.
+    """
     again = _repeated(t)
     regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
     own = [ix for ix in t.indices if ix not in regular]
     live = {d for ix in own for d in ix.dims if w.extent[d] > 1}
     if live & {d for ix in regular for d in ix.dims if w.extent[d] > 1}:
-        return False
+        return None
     known = {d for ix in own if len(ix.terms) == 1 for d in ix.dims if d in live}
-    changed = True
-    while changed:
-        changed = False
+    held: set[str] = set()
+    while known | held != live:
+        progress = False
         for ix in own:
-            unknown = [d for d in ix.dims if d in live and d not in known]
+            unknown = [d for d in ix.dims if d in live and d not in known | held]
             if len(unknown) == 1:
                 known.add(unknown[0])
-                changed = True
-    return known == live
+                progress = True
+        if not progress:  # hold all but the largest unknown of the first axis with several
+            unknown = next(u for u in ([d for d in ix.dims if d in live and d not in known | held] for ix in own)
+                           if len(u) > 1)
+            keep = max(unknown, key=lambda d: (w.extent[d], -unknown.index(d)))
+            held.update(d for d in unknown if d != keep)
+    return frozenset(held)
 
 
-def expands(p, unit_dims: frozenset[str], extra_footprints) -> frozenset[str]:
-    """The tensors of ``p`` whose skewed axes are split, their region expanded (the module's docstring)."""
+def determined(t: TensorAccess, w: Workload) -> bool:
+    """The box determines every piece, nothing held (:func:`held_for_box`)."""
+    return held_for_box(t, w) == frozenset()
+
+
+def expands(p, unit_dims: frozenset[str], extra_footprints) -> dict[str, frozenset[str]]:
+    """Per tensor of ``p`` whose skewed axes are split, its region expanded (the module's docstring), the
+    dimensions held whole so that its box determines its pieces (a named restriction where not empty)."""
     if unit_dims or extra_footprints:
-        return frozenset()
+        return {}
     w = p.workload
-    return frozenset(t.name for t in w.einsum.inputs if skewed_axes(t) and determined(t, w))
+    out = {}
+    for t in w.einsum.inputs:
+        held = held_for_box(t, w) if skewed_axes(t) else None
+        if held is not None:
+            out[t.name] = held
+    return out
 
 
 def _power(k: int, extent: int):

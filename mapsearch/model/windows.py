@@ -131,7 +131,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     another axis of its tensor (``I[p+r,p]``); and a window over a dimension
     such an axis pins. The reasons become a family restriction.
     """
-    from mapsearch.model.problem import pinned_dims, repeated_dims
+    from mapsearch.model.problem import repeated_dims
     from mapsearch.model.spatial import meshed_levels
 
     w = p.workload
@@ -144,7 +144,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     # I[p+r,p]: split with its tensor's region expanded into monomials where the box determines the pieces
     # (model/skew.py); otherwise held whole, p's footprint then a product over two axes (model/problem.py).
     expanded = expands(p, unit_dims, extra_footprints)
-    if any(win.tensor not in expanded for win in crossed):
+    if any(win.tensor not in expanded or expanded[win.tensor] for win in crossed):
         reasons.append("a window dimension that also indexes another axis of its tensor")
     windows = tuple(win for win in windows if win not in crossed)
     wide = [win for win in windows if len(win.dims) > 2]
@@ -159,24 +159,25 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
             windows = tuple(x for x in windows if x != win)
     reason = "; ".join(reasons) or None
     while True:
-        pinned = pinned_dims(w, unpinned_axes(p, windows, unit_dims, extra_footprints))
+        pinned = pinned_with_skew(p, windows, unit_dims, extra_footprints)
         kept = tuple(win for win in windows if not set(win.dims) & pinned)
         if kept == windows:
             return windows, pinned, reason
         windows = kept
 
 
-def unpinned_axes(p: Problem, windows: tuple[Window, ...], unit_dims: frozenset[str], extra_footprints
-                  ) -> frozenset[tuple[str, frozenset[str]]]:
-    """``(tensor, dims)`` of the affine axes whose dimensions are all tiled: the split windows, and the skewed
-    axes of the tensors whose region model/skew.py expands."""
-    from mapsearch.model.problem import repeated_dims
+def pinned_with_skew(p: Problem, windows: tuple[Window, ...], unit_dims: frozenset[str], extra_footprints
+                     ) -> frozenset[str]:
+    """The dimensions held whole: problem.pinned_dims with ``windows`` split and the skewed axes of the tensors
+    model/skew.py expands tiled, plus what those hold so that their box determines their pieces."""
+    from mapsearch.model.problem import pinned_dims, repeated_dims
 
     w = p.workload
     expanded = expands(p, unit_dims, extra_footprints)
     skewed = {(win.tensor, frozenset(win.dims)) for win in find_windows(w)
               if win.tensor in expanded and set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))}
-    return frozenset((win.tensor, frozenset(win.dims)) for win in windows) | frozenset(skewed)
+    split = frozenset((win.tensor, frozenset(win.dims)) for win in windows) | frozenset(skewed)
+    return pinned_dims(w, split) | frozenset(d for held in expanded.values() for d in held)
 
 
 def joint_entries(p: Problem, win: Window) -> int:

@@ -87,6 +87,8 @@ EINSUMS = {
 ODD = {
     "diag": ("Z[m] += A[m,m] * B[m,k]", {"m": (1, 4), "k": (1, 4)}),
     "skew": ("O[p] += I[p+r,p] * W[r]", {"p": (1, 4), "r": (1, 3)}),
+    "skew_mk": ("Z[m] += A[m,m+k] * B[k]", {"m": (1, 4), "k": (1, 4)}),
+    "skew_ru": ("O[p] += I[p+r+u,p] * W[r,u]", {"p": (1, 3), "r": (1, 2), "u": (1, 2)}),
     "three": ("Z[m] += A[m] * B[m] * C[m]", {"m": (1, 6)}),
     "rowsum": ("Y[m] += X[m,k]", {"m": (1, 5), "k": (1, 5)}),
     "ones": ("Z[m,n] += A[m,k] * B[k,n]", {"m": (1, 1), "n": (1, 1), "k": (1, 1)}),
@@ -492,12 +494,15 @@ def _equal_window_parts_above(w: Workload, a, homes, obj):
 
 def _held(w: Workload, restrictions) -> frozenset[str]:
     """The dims the solver holds whole when it names that restriction: the ones it names
-    ("filter windows held whole: r, s (why...)"), and bf.pinned_dims (axes over three dims)."""
+    ("filter windows held whole: r, s (why...)"), and bf.pinned_dims (axes over three dims) unless the
+    restriction is a skewed axis's (model/skew.py holds exactly the dims it names)."""
     held: set[str] = set()
     for x in restrictions:
         if x.startswith("filter windows held whole: "):
             named = x[len("filter windows held whole: "):].split(" (")[0]
-            held |= {d.strip() for d in named.split(",")} | {d for d in bf.pinned_dims(w) if w.extent[d] > 1}
+            held |= {d.strip() for d in named.split(",")}
+            if "a window dimension that also indexes another axis" not in x:  # a skewed axis holds what it names
+                held |= {d for d in bf.pinned_dims(w) if w.extent[d] > 1}
     return frozenset(d for d in held if d in w.extent)
 
 

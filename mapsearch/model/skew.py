@@ -153,24 +153,22 @@ def _monomials(t: TensorAccess, extents: tuple[tuple[str, int], ...], pinned: fr
         span: dict[tuple[int, ...], int] = {}
         const = 1
         for d, c in t.indices[a].terms:
-            if d in free:
+            if d in free:  # c * (x_d - 1)
                 e = tuple(1 if g == d else 0 for g in free)
                 span[e] = span.get(e, 0) + c
-            else:
+                const -= c
+            else:  # held at its extent
                 const += c * (ext[d] - 1)
-            const -= c if d in free else 0
         zero = (0,) * len(free)
         span[zero] = span.get(zero, 0) + const
-        out: dict[tuple[int, ...], int] = {}
+        product: dict[tuple[int, ...], int] = {}
         for e1, c1 in poly.items():
             for e2, c2 in span.items():
-                if c1 and c2:
-                    e = tuple(x + y for x, y in zip(e1, e2))
-                    out[e] = out.get(e, 0) + c1 * c2
-        poly = out
-    return tuple((coeff, tuple((d, _power(k, ext[d])) if d in free else (d, ONE_PER_PIECE)
-                               for d, k in zip(free + [d for d in dims if d not in free],
-                                               list(e) + [0] * (len(dims) - len(free)))))
+                e = tuple(x + y for x, y in zip(e1, e2))
+                product[e] = product.get(e, 0) + c1 * c2
+        poly = product
+    held = tuple((d, ONE_PER_PIECE) for d in dims if d not in free)
+    return tuple((coeff, tuple((d, _power(k, ext[d])) for d, k in zip(free, e)) + held)
                  for e, coeff in sorted(poly.items()) if coeff)
 
 

@@ -72,9 +72,9 @@ def check_supported(p: Problem) -> None:
         if (meshed or p.fusion_level is not None) and skewed_axes(t) and not determined(t, p.workload):
             # Such a window is held whole (model/skew.py, model/windows.py), a family that neither the spatial
             # nor the fused brute force checks; a diagonal or a skewed axis split is checked on both.
-            raise UnsupportedProblem(f"tensor {t.name}: a skewed axis over two window dimensions, held whole; "
-                                     "supported by the solver only on a path without spatial fanout and outside "
-                                     "a fused chain")
+            raise UnsupportedProblem(f"tensor {t.name}: a skewed axis whose box does not determine its pieces (a "
+                                     "window dimension held whole); supported by the solver only on a path without "
+                                     "spatial fanout and outside a fused chain")
 
 
 def repeated_dims(t: TensorAccess) -> tuple[str, ...]:

@@ -20,13 +20,13 @@ coefficient of a span is positive, so the region grows with every piece).
 That needs the region to change exactly when a piece of some dimension
 indexing the tensor changes (region_words' rule, with no coincidences of a
 filter window's kind): the box must determine the pieces
-(:func:`held_for_box`). A dimension alone on an axis is read from that axis
-(its start and extent, ``c > 0``); an affine axis with one dimension not yet
-read gives that one. ``I[p+r,p]``: ``p`` from the second axis, then ``r``
-from the first. Where the box does not determine every piece (two window
-dimensions on one axis and nowhere else, ``I[p+r+u,p]``) all but the largest
-of them are held whole, a named restriction (model/windows.split_windows),
-and the rest is split.
+(:func:`held_for_box`): the axes' coefficients, one column per dimension,
+must be independent, since the box's starts and spans are that linear map
+of the pieces' starts and extents. ``I[p+r,p]``: ``p`` from the second
+axis, then ``r`` from the first. Where the box does not determine every
+piece (two window dimensions on one axis and nowhere else, ``I[p+r+u,p]``)
+the smaller dependent ones are held whole, a named restriction
+(model/windows.split_windows), and the rest is split.
 
 Only where transfers are measured in words (DRAM rows and other measures
 hold it whole, like every window there). On a meshed path and in a fused
@@ -75,32 +75,43 @@ def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str] | None:
     its filter windows (affine axes without a repeated dimension, whose coincidences model/windows.py
     counts); None where such a window shares a dimension with those axes.
 
-    Read pieces off the axes: a dimension alone on an axis first, then any affine axis with one dimension
-    not yet read. Where every axis left has two or more, the largest of one such axis is read and the
-    others are held (``I[p+r+u,p]``: ``p`` from the second axis, then ``u`` held and ``r`` read, for
-    ``R >= U``); empty where nothing need be held.
+    A box's axis starts are ``sum_d c_d s_d`` and its spans ``sum_d c_d (x_d - 1) + 1``: the same linear
+    map of the pieces' starts and of their extents, one row per axis. It determines them iff its columns
+    (one per dimension of extent > 1) are independent: ``I[p+r,p]``, ``I[2*p+r,p+r]``. Otherwise the
+    largest dimensions whose columns are independent are kept and the others held (``I[p+r+u,p]``: ``u``
+    held, for ``R >= U``); empty where nothing need be held.
     """
     again = _repeated(t)
     regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
     own = [ix for ix in t.indices if ix not in regular]
-    live = {d for ix in own for d in ix.dims if w.extent[d] > 1}
-    if live & {d for ix in regular for d in ix.dims if w.extent[d] > 1}:
+    order = [d for ix in own for d in ix.dims if w.extent[d] > 1]
+    live = sorted(set(order), key=lambda d: (-w.extent[d], order.index(d)))
+    if set(live) & {d for ix in regular for d in ix.dims if w.extent[d] > 1}:
         return None
-    known = {d for ix in own if len(ix.terms) == 1 for d in ix.dims if d in live}
-    held: set[str] = set()
-    while known | held != live:
-        progress = False
-        for ix in own:
-            unknown = [d for d in ix.dims if d in live and d not in known | held]
-            if len(unknown) == 1:
-                known.add(unknown[0])
-                progress = True
-        if not progress:  # hold all but the largest unknown of the first axis with several
-            unknown = next(u for u in ([d for d in ix.dims if d in live and d not in known | held] for ix in own)
-                           if len(u) > 1)
-            keep = max(unknown, key=lambda d: (w.extent[d], -unknown.index(d)))
-            held.update(d for d in unknown if d != keep)
-    return frozenset(held)
+    kept: list[str] = []
+    for d in live:  # a column that adds to the rank is read off the box; the others are held
+        if _rank(own, kept + [d]) > len(kept):
+            kept.append(d)
+    return frozenset(d for d in live if d not in kept)
+
+
+def _rank(axes, dims: list[str]) -> int:
+    """Rank of the axes' coefficients (rows) over ``dims`` (columns): exact, small integers."""
+    from fractions import Fraction
+
+    rows = [[Fraction(dict(ix.terms).get(d, 0)) for d in dims] for ix in axes]
+    rank = 0
+    for col in range(len(dims)):
+        pivot = next((r for r in range(rank, len(rows)) if rows[r][col] != 0), None)
+        if pivot is None:
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        for r in range(len(rows)):
+            if r != rank and rows[r][col] != 0:
+                factor = rows[r][col] / rows[rank][col]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[rank])]
+        rank += 1
+    return rank
 
 
 def determined(t: TensorAccess, w: Workload) -> bool:

@@ -85,6 +85,8 @@ SKEW = "O[p] += I[p+r,p] * W[r]"
     # a skewed axis beside a filter window of its own (q+s: coincidences) and a 3-level words objective
     ("O[p,q] += I[p+r,p,q+s] * W[r,s]", {"p": 2, "q": 2, "r": 2, "s": 2}, [None, 6], Objective("words")),
     ("O[p] += I[p+r,p,r] * W[r]", {"p": 2, "r": 3}, [None, 12, 4], Objective("words")),
+    # no dimension alone on an axis, but independent coefficients: the box still gives both pieces
+    ("O[p] += I[2*p+r,p+r] * W[r]", {"p": 3, "r": 3}, [None, 45, 4], Objective("words")),
 ])
 def test_a_skewed_axis_is_split_and_its_optimum_is_the_whole_familys(einsum, extents, caps, objective):
     """A dimension on a plain axis and on a window: the window is split like any other, the region
@@ -110,9 +112,10 @@ def test_a_skewed_window_that_does_not_fit_whole_is_split():
 
 
 def test_a_skewed_axis_over_two_window_dimensions_holds_one_and_says_so():
-    """``I[p+r+u,p]``: r and u only on the first axis, so a region can recur when r advances while u goes back
-    (coincidences model/skew.py does not count). u is held whole (r, as large, comes first and is split), a
-    named restriction; the family searched is then the brute force's with u held, and never "infeasible"."""
+    """``I[p+r+u,p]``: r and u only on the first axis (dependent columns), so a region can recur when r advances
+    while u goes back (coincidences model/skew.py does not count). u is held whole (r, as large, comes first
+    and is split), a named restriction; the family searched is then the brute force's with u held, and never
+    "infeasible"."""
     w = Workload.from_text("skew", "O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 2, "u": 2})
     tight = _arch([None, 3])
     assert bw.brute_force(w, tight, {}, Objective()) is not None  # r and u split: a legal schedule exists
@@ -191,7 +194,7 @@ def test_a_skewed_axis_on_a_mesh_equals_the_spatial_brute_force(name, einsum, ex
 def test_a_skewed_axis_over_two_window_dimensions_is_refused_on_a_mesh():
     w = Workload.from_text("skew", "O[p] += I[p+r+u,p] * W[r,u]", {"p": 4, "r": 2, "u": 2})
     mesh = Architecture("m", (Level("L1", None), Level("L0", 8, Link(), mesh=(MeshAxis("x", 2, ("all",)),))))
-    with pytest.raises(UnsupportedProblem, match="a skewed axis over two window dimensions"):
+    with pytest.raises(UnsupportedProblem, match="a skewed axis whose box does not determine its pieces"):
         solve(Problem(w, mesh))
 
 
@@ -234,4 +237,4 @@ def test_a_skewed_axis_over_two_window_dimensions_is_refused_in_a_fused_chain():
                                  {"p": 3, "r": 2, "u": 2, "q": 2})
     arch = Architecture("f", (Level("DRAM", None), Level("L0", 60, Link())))
     o = solve_fused(g, arch, {}, 1, SolveOptions(time_limit=10.0, workers=1, seed=0))
-    assert o.status != "OPTIMAL" and "a skewed axis over two window dimensions" in (o.reason or "")
+    assert o.status != "OPTIMAL" and "a skewed axis whose box does not determine its pieces" in (o.reason or "")

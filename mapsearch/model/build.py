@@ -120,7 +120,7 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
             check_held_whole_limits(p, d, extent, bounds, held_whole)
         else:
             lo, hi = bounds[J - 1]
-            fit = innermost_fit(p, d, pinned, windows)
+            fit = innermost_fit(p, d, pinned)
             if fit < lo <= hi:
                 raise innermost_overflow(p, d, lo, fit, pinned, held_whole)
             bounds[J - 1] = (lo, min(hi, fit))

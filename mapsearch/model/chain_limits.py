@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from mapsearch.errors import InfeasibleError, NoScheduleInFamily
-from mapsearch.model.footprints import footprint_values
 from mapsearch.model.overflow import contract_overflow
-from mapsearch.model.problem import Problem, footprint
-from mapsearch.model.skew import expands, region_at
-from mapsearch.model.windows import Window, find_windows, held_whole_restriction
+from mapsearch.model.problem import Problem
+from mapsearch.model.skew import region_at
+from mapsearch.model.windows import held_whole_restriction
 
 
 def admit_a_chain(extent: int, bounds: list[tuple[int, int]]) -> bool:
@@ -87,7 +86,7 @@ def innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[
         need = f"the tile limits on {d} at {name} need at least {lo}"
     held = sorted(e for e in pinned if w.extent[e] > 1)
     if held:
-        fit_all = innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1), find_windows(w))
+        fit_all = innermost_fit(p, d, frozenset(e for e, n in w.extents if n == 1))
         if lo > fit_all:
             held, fit = [], fit_all
     what = (f"capacity of {name} conflict: {need}, but at most {fit} fits its {p.architecture.levels[J].capacity} "
@@ -97,17 +96,18 @@ def innermost_overflow(p: Problem, d: str, lo: int, fit: int, pinned: frozenset[
     return outside_the_family(p, what, held, why, (f"capacity of {name}",))
 
 
-def innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Window, ...]) -> int:
+def innermost_fit(p: Problem, d: str, pinned: frozenset[str]) -> int:
     """Largest innermost tile extent of ``d`` that can fit: every tensor not homed at L0 is kept there.
 
-    Each such tensor ``X`` holds at least its tile with every other dimension
-    at its smallest extent (L0's buffer of ``X`` holds at least ``X``'s L0
-    tile, wherever it is placed), so ``sum_X f_{X,d}(T) * prod_{e != d}
-    f_{X,e}(smallest T_e) <= capacity - homes`` (a tensor that ``d`` does not
-    index counts its smallest tile): every tensor at once, not one at a
-    time. Along a split window over ``d`` and ``r`` the tile spans
-    ``c_d*(T-1) + c_r*(T_r-1) + 1`` words, at least ``c_d*(T-1) + 1``; a
-    window ``d`` is not in spans at least one word.
+    Each such tensor ``X`` holds at least its box with every other piece at
+    its smallest (L0's buffer of ``X`` holds at least ``X``'s L0 tile,
+    wherever it is placed): 1, or the whole extent for a dimension held
+    whole (``pinned``). Its words are ``prod_a (sum_{e in a} c_e (x_e - 1) +
+    1)`` over its axes (model/skew.region_at), which is one formula for a
+    plain axis, a split window (``c_d*(T-1) + 1`` with the window's others
+    at 1), a window held whole (its other dimensions at their extents), a
+    diagonal and a skewed axis. So ``sum_X words_X(T) <= capacity - homes``:
+    every tensor at once, not one at a time.
     """
     w, arch = p.workload, p.architecture
     J = p.depth
@@ -119,23 +119,9 @@ def innermost_fit(p: Problem, d: str, pinned: frozenset[str], windows: tuple[Win
     room = cap - sum(w.tensor_words(t) for t in whole_at_l0)
     extent = np.arange(1, w.extent[d] + 1, dtype=np.int64)
     need = np.zeros_like(extent)
-    skewed = expands(p, frozenset(), None)
     for t in w.tensors:
-        if t.name in whole_at_l0:
-            continue
-        if t.name in skewed:  # its box at pieces of 1 (pinned: whole) but d's (model/skew.py)
+        if t.name not in whole_at_l0:
             x = {e: extent if e == d else (w.extent[e] if e in pinned else 1) for e in t.dims}
             need += region_at(t, tuple(range(len(t.indices))), x)
-            continue
-        win = {e: win for win in windows if win.tensor == t.name for e in win.dims}
-        others = 1
-        for e in t.dims:
-            if e != d and e not in win:
-                others *= int(footprint_values(footprint(t, e, w), np.array([w.extent[e] if e in pinned else 1]))[0])
-        if d in t.dims:
-            f = (win[d].coeff(d), 1 - win[d].coeff(d)) if d in win else footprint(t, d, w)
-            need += footprint_values(f, extent) * others
-        else:
-            need += others
     fits = np.flatnonzero(need <= room)
     return int(extent[fits[-1]]) if fits.size else 1

@@ -46,6 +46,7 @@ from typing import Mapping
 import numpy as np
 
 from mapsearch.model.footprints import table_footprint
+from mapsearch.model.problem import Problem, repeated_dims
 from mapsearch.spec.einsum import TensorAccess
 from mapsearch.spec.workload import Workload
 
@@ -55,18 +56,9 @@ EXTENT = (1, 0)
 Monomial = tuple[int, tuple[tuple[str, tuple], ...]]  # (coefficient, ((dim, footprint), ...))
 
 
-def _repeated(t: TensorAccess) -> set[str]:
-    seen: set[str] = set()
-    again: set[str] = set()
-    for ix in t.indices:
-        for d in ix.dims:
-            (again if d in seen else seen).add(d)
-    return again
-
-
 def skewed_axes(t: TensorAccess) -> list[int]:
     """Indices of ``t``'s affine axes (two or more terms) over a dimension that indexes another axis too."""
-    again = _repeated(t)
+    again = set(repeated_dims(t))
     return [a for a, ix in enumerate(t.indices) if len(ix.terms) > 1 and set(ix.dims) & again]
 
 
@@ -81,7 +73,7 @@ def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str] | None:
     largest dimensions whose columns are independent are kept and the others held (``I[p+r+u,p]``: ``u``
     held, for ``R >= U``); empty where nothing need be held.
     """
-    again = _repeated(t)
+    again = set(repeated_dims(t))
     regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
     own = [ix for ix in t.indices if ix not in regular]
     order = [d for ix in own for d in ix.dims if w.extent[d] > 1]
@@ -119,7 +111,7 @@ def determined(t: TensorAccess, w: Workload) -> bool:
     return held_for_box(t, w) == frozenset()
 
 
-def expands(p, unit_dims: frozenset[str], extra_footprints) -> dict[str, frozenset[str]]:
+def expands(p: Problem, unit_dims: frozenset[str], extra_footprints) -> dict[str, frozenset[str]]:
     """Per tensor of ``p`` whose skewed axes are split, its region expanded (the module's docstring), the
     dimensions held whole so that its box determines its pieces (a named restriction where not empty)."""
     if unit_dims or extra_footprints:
@@ -188,7 +180,7 @@ def region_at(t: TensorAccess, axes: tuple[int, ...], x: Mapping[str, object]):
     return math.prod(sum(c * (np.asarray(x[d]) - 1) for d, c in t.indices[a].terms) + 1 for a in axes)
 
 
-def expanded_regions(p, unit_dims: frozenset[str], extra_footprints, pinned: frozenset[str],
+def expanded_regions(p: Problem, unit_dims: frozenset[str], extra_footprints, pinned: frozenset[str],
                      windows) -> dict[str, tuple[Monomial, ...]]:
     """Per tensor :func:`expands` names, the monomials of its region over every axis but its split filter windows
     (model/windows.py, whose coincidences model/traffic.py counts as for any tensor)."""

@@ -64,7 +64,7 @@ from functools import lru_cache
 
 from mapsearch.model.chains import enumerate_chains
 from mapsearch.model.encoding import Encoding, Q
-from mapsearch.model.problem import Problem
+from mapsearch.model.problem import Problem, repeated_dims
 from mapsearch.model.skew import expands
 from mapsearch.model.window_tables import coincidence_table, joint_table
 from mapsearch.spec.workload import Workload
@@ -128,10 +128,12 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     axis over three or more dimensions also under a spatial fanout and where
     its joint table would exceed :data:`JOINT_TABLE_LIMIT`
     (:func:`joint_entries`); a window over a dimension that also indexes
-    another axis of its tensor (``I[p+r,p]``); and a window over a dimension
-    such an axis pins. The reasons become a family restriction.
+    another axis of its tensor (``I[p+r,p]``) is no window here: model/skew.py
+    splits it, holding (a reason) only dimensions whose pieces its box does
+    not determine (``I[p+r+u,p]``'s ``u``) or the whole window under other
+    measures; and a window over a dimension such an axis pins. The reasons
+    become a family restriction.
     """
-    from mapsearch.model.problem import repeated_dims
     from mapsearch.model.spatial import meshed_levels
 
     w = p.workload
@@ -140,7 +142,7 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     if found and (unit_dims or extra_footprints):
         reasons.append("measures other than words")
     windows = () if reasons else found
-    crossed = [win for win in windows if set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))]
+    crossed = skewed_windows(w, windows)
     # I[p+r,p]: split with its tensor's region expanded into monomials where the box determines the pieces
     # (model/skew.py); otherwise held whole, p's footprint then a product over two axes (model/problem.py).
     expanded = expands(p, unit_dims, extra_footprints)
@@ -166,17 +168,22 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
         windows = kept
 
 
+def skewed_windows(w: Workload, windows: tuple[Window, ...]) -> list[Window]:
+    """The windows among ``windows`` over a dimension that also indexes another axis of their tensor
+    (``I[p+r,p]``): model/skew.py's skewed axes, not split with coincidence tables."""
+    return [win for win in windows if set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))]
+
+
 def pinned_with_skew(p: Problem, windows: tuple[Window, ...], unit_dims: frozenset[str], extra_footprints
                      ) -> frozenset[str]:
     """The dimensions held whole: problem.pinned_dims with ``windows`` split and the skewed axes of the tensors
     model/skew.py expands tiled, plus what those hold so that their box determines their pieces."""
-    from mapsearch.model.problem import pinned_dims, repeated_dims
+    from mapsearch.model.problem import pinned_dims
 
     w = p.workload
     expanded = expands(p, unit_dims, extra_footprints)
-    skewed = {(win.tensor, frozenset(win.dims)) for win in find_windows(w)
-              if win.tensor in expanded and set(win.dims) & set(repeated_dims(w.tensor(win.tensor)))}
-    split = frozenset((win.tensor, frozenset(win.dims)) for win in windows) | frozenset(skewed)
+    skewed = [win for win in skewed_windows(w, find_windows(w)) if win.tensor in expanded]
+    split = frozenset((win.tensor, frozenset(win.dims)) for win in windows + tuple(skewed))
     return pinned_dims(w, split) | frozenset(d for held in expanded.values() for d in held)
 
 

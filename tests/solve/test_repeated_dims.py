@@ -172,9 +172,10 @@ def test_a_mesh_case_splits_the_diagonal():
 
 
 SKEW_ON_MESH = [
-    # p split over the instances: each its own rows of I and its outputs; r's window split at L0
+    # p split over the instances: each its own rows of I and its outputs
     ("skew on a 2-instance L0", SKEW, {"p": 4, "r": 3},
      Architecture("m", (Level("L1", None), Level("L0", 9, Link(Fraction(1, 4)), mesh=(MeshAxis("x", 2, ("input",)),))))),
+    # k, the skewed axis's window dimension, split over the meshed level's instances
     ("A[m,m+k] under a meshed middle level", "Z[m] += A[m,m+k] * B[k]", {"m": 3, "k": 3},
      Architecture("m", (Level("L2", None), Level("L1", 12, Link(Fraction(1, 2)), mesh=(MeshAxis("x", 3, ("all",)),)),
                         Level("L0", 5, Link(Fraction(1, 2)))))),
@@ -189,6 +190,14 @@ def test_a_skewed_axis_on_a_mesh_equals_the_spatial_brute_force(name, einsum, ex
     assert result.proven
     assert tuple(p.value for p in result.phases) == best.value
     assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+    assert any(lv.spatial for lv in result.schedule.levels)  # the mesh is used, not a one-instance schedule
+
+
+def test_the_skewed_window_is_split_over_the_mesh():
+    """The second mesh case is there for its window dimension k split over the instances."""
+    name, einsum, extents, arch = SKEW_ON_MESH[1]
+    result = solve(Problem(Workload.from_text("skew", einsum, extents), arch))
+    assert any(sp.dim == "k" for lv in result.schedule.levels for sp in lv.spatial)
 
 
 def test_a_skewed_axis_over_two_window_dimensions_is_refused_on_a_mesh():
@@ -213,12 +222,13 @@ FUSED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("texts, extents, arch", FUSED_CASES, ids=["diagonal input", "diagonal in stage 2", "skewed input"])
-def test_a_diagonal_in_a_fused_chain_equals_the_fused_brute_force(texts, extents, arch):
+@pytest.mark.parametrize("texts, extents, arch, split", [c + (d,) for c, d in zip(FUSED_CASES, "mnk")],
+                         ids=["diagonal input", "diagonal in stage 2", "skewed input"])
+def test_a_diagonal_in_a_fused_chain_equals_the_fused_brute_force(texts, extents, arch, split):
     """Fused at every level, the solver's optimum equals tests/brute_force_fused.py's (scored by the fused replay),
     infeasible exactly where the brute force finds nothing, and the schedule replays to its prediction."""
     g = WorkloadGraph.from_texts("diag", texts, extents)
-    feasible = 0
+    feasible, tiled = 0, set()
     for f in range(1, arch.depth):
         brute = bff.brute_force_fused(g, arch, f)
         o = solve_fused(g, arch, {}, f, SolveOptions(time_limit=60.0, workers=1, seed=0))
@@ -229,7 +239,9 @@ def test_a_diagonal_in_a_fused_chain_equals_the_fused_brute_force(texts, extents
         assert o.status in ("OPTIMAL", "OPTIMAL_IN_FAMILY")  # fused stages: default positions (docs/fusion.md)
         assert bff.key_of(o.schedule.predicted) == brute.value
         assert differences(o.schedule.predicted, replay(o.schedule, mode="count").figures) == []
+        tiled |= {d for st in o.schedule.stages for lv in st.levels for d, e in lv.tile if e < extents[d]}
     assert feasible
+    assert split in tiled  # the repeated or skewed dimension is tiled at some fusion level, not held whole
 
 
 def test_a_skewed_axis_over_two_window_dimensions_is_refused_in_a_fused_chain():

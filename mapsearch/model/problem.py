@@ -21,6 +21,7 @@ from typing import Mapping
 from mapsearch.errors import MapsearchError
 from mapsearch.model.chains import Footprint
 from mapsearch.model.footprints import table_footprint
+from mapsearch.model.skew import determined, repeated_dims, skewed_axes
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import TensorAccess, Workload
 
@@ -66,8 +67,6 @@ def check_supported(p: Problem) -> None:
     if p.architecture.levels[0].instances != 1 or p.architecture.levels[0].mesh:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
-    from mapsearch.model.skew import determined, skewed_axes
-
     for t in p.workload.tensors:
         if (meshed or p.fusion_level is not None) and skewed_axes(t) and not determined(t, p.workload):
             # Such a window is held whole (model/skew.py, model/windows.py), a family that neither the spatial
@@ -75,18 +74,6 @@ def check_supported(p: Problem) -> None:
             raise UnsupportedProblem(f"tensor {t.name}: a skewed axis whose box does not determine its pieces (a "
                                      "window dimension held whole); supported by the solver only on a path without "
                                      "spatial fanout and outside a fused chain")
-
-
-def repeated_dims(t: TensorAccess) -> tuple[str, ...]:
-    """The dimensions that index more than one axis of ``t`` (``A[m,m]``: ``m``)."""
-    seen: set[str] = set()
-    repeated: dict[str, None] = {}
-    for ix in t.indices:
-        for d in ix.dims:
-            if d in seen:
-                repeated[d] = None
-            seen.add(d)
-    return tuple(repeated)
 
 
 def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:

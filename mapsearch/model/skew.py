@@ -41,19 +41,33 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from mapsearch.model.footprints import table_footprint
-from mapsearch.model.problem import Problem, repeated_dims
 from mapsearch.spec.einsum import TensorAccess
 from mapsearch.spec.workload import Workload
+
+if TYPE_CHECKING:
+    from mapsearch.model.problem import Problem
 
 ONE_PER_PIECE = (0, 1)
 EXTENT = (1, 0)
 
 Monomial = tuple[int, tuple[tuple[str, tuple], ...]]  # (coefficient, ((dim, footprint), ...))
+
+
+def repeated_dims(t: TensorAccess) -> tuple[str, ...]:
+    """The dimensions that index more than one axis of ``t`` (``A[m,m]``: ``m``; ``I[p+r,p]``: ``p``)."""
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for ix in t.indices:
+        for d in ix.dims:
+            if d in seen:
+                repeated[d] = None
+            seen.add(d)
+    return tuple(repeated)
 
 
 def skewed_axes(t: TensorAccess) -> list[int]:

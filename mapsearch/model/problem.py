@@ -69,10 +69,11 @@ def check_supported(p: Problem) -> None:
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
         if (meshed or p.fusion_level is not None) and skewed_axes(t) and not determined(t, p.workload):
-            # Such a window is held whole (model/skew.py, model/windows.py), a family that neither the spatial
-            # nor the fused brute force checks; a diagonal or a skewed axis split is checked on both.
+            # Off a mesh and outside a chain its hidden window is split (model/skew.box_windows) or held whole,
+            # checked by the wide brute force; neither the spatial nor the fused brute force checks those (a
+            # diagonal or a skewed axis whose box determines its pieces is checked on both).
             raise UnsupportedProblem(f"tensor {t.name}: a skewed axis whose box does not determine its pieces (a "
-                                     "window dimension held whole); supported by the solver only on a path without "
+                                     "window hidden in it); supported by the solver only on a path without "
                                      "spatial fanout and outside a fused chain")
 
 

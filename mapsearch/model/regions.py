@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import footprint
-from mapsearch.model.skew import ONE_PER_PIECE
+from mapsearch.model.skew import ONE_PER_PIECE, window_key
 
 
 def region_of(enc: Encoding, tensor: str, extent_at, stem: str) -> Q:
@@ -24,13 +24,21 @@ def region_of(enc: Encoding, tensor: str, extent_at, stem: str) -> Q:
     windows = [win for win in enc.windows if win.tensor == tensor]
     in_window = {d for win in windows for d in win.dims}
     expanded = enc.cache.get("expanded", {}).get(tensor)
+
+    def span(win) -> Q:
+        terms = [(c, extent_at(d, (1, 0))) for d, c in zip(win.dims, win.coeffs)]
+        return enc.linear(terms + [(1 - sum(win.coeffs), Q.const(1))], floor=1)
+
     if expanded:  # a skewed axis (model/skew.py): the polynomial of its box, every other axis but the windows
-        terms = [(coeff, enc.product([extent_at(d, f) for d, f in per_dim if f != ONE_PER_PIECE], f"{stem}_m{k}"))
+        boxed = {window_key(win.dims): win for win in windows if win.box}
+
+        def factor(key: str, f) -> Q:
+            return span(boxed[key]) if key in boxed else extent_at(key, f)
+
+        terms = [(coeff, enc.product([factor(d, f) for d, f in per_dim if f != ONE_PER_PIECE], f"{stem}_m{k}"))
                  for k, (coeff, per_dim) in enumerate(expanded)]
         factors = [enc.linear(terms, floor=1)]
     else:
         factors = [extent_at(d, footprint(access, d, w)) for d in w.dims if d in access.dims and d not in in_window]
-    for win in windows:
-        terms = [(c, extent_at(d, (1, 0))) for d, c in zip(win.dims, win.coeffs)]
-        factors.append(enc.linear(terms + [(1 - sum(win.coeffs), Q.const(1))], floor=1))
+    factors += [span(win) for win in windows if not win.box]
     return enc.product(factors, stem)

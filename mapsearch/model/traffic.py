@@ -38,6 +38,7 @@ from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.order import before
 from mapsearch.model.cuts import flush_class, unflushed
 from mapsearch.model.problem import footprint, repeated_dims
+from mapsearch.model.skew import window_key
 from mapsearch.model.spatial import resolve_view, view_key
 from mapsearch.model.tiles import count_step, idle_sums, piece_count, piece_sum, small_sum
 
@@ -112,6 +113,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
     # The tensor's axes: a dimension of its own (a plain axis, or the carrier of an axis whose other
     # dimensions are pinned, with their footprint (0, 1)), or a split window (model/windows.py).
     axes: list = [d for d in relevant if d not in in_window] + windows
+    # Box windows a monomial reads one per interval (model/skew.py): their states and coincidences count 1 each.
+    counted = [win for win in windows if win.box and (footprints or {}).get(window_key(win.dims)) == UNIT]
 
     def seen(d: str, get) -> Q:
         return resolve_view(enc, views.get(d), get, f"{tensor}_L{i}_{d}")
@@ -178,6 +181,8 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
         """
         if isinstance(a, str):
             return per_dim(a, fp[a])
+        if a in counted:  # one per interval (a box window's monomial, model/skew.py): the tuples of pieces
+            return enc.product([per_dim(d, UNIT) for d in a.dims], f"win_{tensor}_L{i}")
         x, u = {}, {}
         for d in a.dims:
             x[d], u[d] = per_dim(d, (1, 0)), per_dim(d, UNIT)
@@ -217,7 +222,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
                 c = enc.select(in_prefix[e], c, Q.const(0), f"reuse_{tensor}_L{i}_{e}{j}_on")
             corrections.append(c)
     corrections += _coincidences(enc, tensor, i, windows, axes, axis, context_of, counts_around, views, out,
-                                 first_loop_level)
+                                 first_loop_level, counted)
 
     if corrections:
         sub = enc.total(corrections)
@@ -242,7 +247,7 @@ def region_words(enc: Encoding, tensor: str, i: int, views: dict[str, View] | No
 
 
 def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, context_of, counts_around, views: dict,
-                  out: dict, first_loop_level: int) -> list[Q]:
+                  out: dict, first_loop_level: int, counted=()) -> list[Q]:
     """Steps where a window dimension's loop advances and the buffer's region stays (model/windows.py).
 
     For a window and the loop of its dimension ``e`` at level ``j``: the
@@ -262,7 +267,8 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
     (model/windows.coincidences with the window dimensions' views); at a
     level where every digit does digit 0's work the sum is digit 0's table
     times the digits (model/windows.simplified_view), so views that differ
-    only there read one table.
+    only there read one table. A window in ``counted`` weighs each coincidence 1 (one per interval) instead
+    of the interval's words.
     """
     from mapsearch.model.windows import coincidences, simplified_view
 
@@ -290,7 +296,7 @@ def _coincidences(enc: Encoding, tensor: str, i: int, windows, axes, axis, conte
                     """Picks, per other dimension ``g`` in turn, the buffer's level of its pieces, then whether
                     its level-j loop is outer to e's: the table of those choices."""
                     if not rest:
-                        return coincidences(enc, win, e, j, le, chosen, seen)
+                        return coincidences(enc, win, e, j, le, chosen, seen, unit=win in counted)
                     g = rest[0]
 
                     def placed(lo: int) -> Q:

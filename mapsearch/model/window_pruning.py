@@ -53,17 +53,20 @@ def prune_window_chains(chains: dict[str, DimChains], windows: tuple, depth: int
         extra = []
         for win in (win for win in windows if d in win.dims and len(win.dims) == 2):
             o = win.others(d)[0]
-            for j, le, lo, outer in variants:
-                table, row_of, _ = type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo)
+            # A box window's monomials read its coincidences one per interval too (model/skew.py).
+            for (j, le, lo, outer), unit in itertools.product(variants, (False, True) if win.box else (False,)):
+                table, row_of, _ = type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer, memo,
+                                              unit=unit)
                 extra.append(_distinct_columns(table)[row_of])
-                table, _, col_of = type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo)
+                table, _, col_of = type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer, memo,
+                                              unit=unit)
                 extra.append(_distinct_columns(table.T)[col_of])
                 for views in compared_views(out[d], out[o], memo):  # through every view the model may read
                     table, row_of, _ = view_type_table(out[d], out[o], win.coeff(d), win.coeff(o), j, le, lo, outer,
-                                                       memo, views)
+                                                       memo, views, unit)
                     extra.append(_distinct_columns(table)[row_of])
                     table, _, col_of = view_type_table(out[o], out[d], win.coeff(o), win.coeff(d), j, le, lo, outer,
-                                                       memo, views[::-1])
+                                                       memo, views[::-1], unit)
                     extra.append(_distinct_columns(table.T)[col_of])
         for win in (win for win in windows if d in win.dims and len(win.dims) > 2):
             extra += _joint_columns(out, win, d, depth, memo)

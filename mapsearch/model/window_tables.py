@@ -59,7 +59,8 @@ _DENSE_PER_KEY = 8
 
 
 def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                      other_outer: bool, memo: dict | None = None, views: tuple = (None, None)) -> np.ndarray:
+                      other_outer: bool, memo: dict | None = None, views: tuple = (None, None),
+                      unit: bool = False) -> np.ndarray:
     """Coincidences of the advancing dimension's level-``j`` loop, weighted by the interval's words.
 
     Rows: chains of the advancing dimension; columns: chains of the other.
@@ -75,16 +76,17 @@ def coincidence_table(advancing: DimChains, other: DimChains, se: int, so: int, 
     say which instances count and how often: the table is the sum over
     the instances of both dimensions (one per class of digits at each
     meshed level: window_types.InstanceClasses) of their own coincidences,
-    weighed by the views.
+    weighed by the views. ``unit``: each coincidence weighs 1 instead of the interval's words (a box
+    window's count of intervals, model/skew.py).
     """
     memo = {} if memo is None else memo
     (view_a, factor_a), (view_o, factor_o) = (instances_of(memo, advancing).simplified(views[0]),
                                               instances_of(memo, other).simplified(views[1]))
     if _instance_zero(view_a) and _instance_zero(view_o):
-        table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo)
+        table, row_of, col_of = type_table(advancing, other, se, so, j, le, lo, other_outer, memo, unit=unit)
     else:
         table, row_of, col_of = view_type_table(advancing, other, se, so, j, le, lo, other_outer, memo,
-                                                (view_a, view_o))
+                                                (view_a, view_o), unit)
     out = table[row_of][:, col_of]
     if factor_a is not None:
         out = out * factor_a[:, None]
@@ -98,7 +100,8 @@ def _instance_zero(view) -> bool:
 
 
 def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-                    other_outer: bool, memo: dict | None, views: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    other_outer: bool, memo: dict | None, views: tuple, unit: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`coincidence_table` through ``views``, on distinct rows and columns: ``(table, row_of, col_of)``.
 
     The entry of chains ``r``, ``c`` is ``sum_a sum_o w_a[r] * w_o[c] *
@@ -119,7 +122,8 @@ def view_type_table(advancing: DimChains, other: DimChains, se: int, so: int, j:
     if live_a.size == 0 or live_o.size == 0:
         return np.zeros((1, 1), dtype=np.int64), np.zeros(len(advancing), np.int64), np.zeros(len(other), np.int64)
     weights_a, weights_o = weights_a[:, live_a], weights_o[:, live_o]
-    tables = [[type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (int(a), int(o))) for o in live_o]
+    tables = [[type_table(advancing, other, se, so, j, le, lo, other_outer, memo, (int(a), int(o)), unit)
+               for o in live_o]
               for a in live_a]
     rows_of = [row[0][1] for row in tables]  # an advance type depends on the instance a alone
     cols_of = [t[2] for t in tables[0]]  # a context type on the instance o alone
@@ -141,7 +145,7 @@ def instances_of(memo: dict, ch: DimChains) -> InstanceClasses:
 
 
 def type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int, le: int, lo: int,
-               other_outer: bool, memo: dict | None, which: tuple[int, int] = (0, 0)
+               other_outer: bool, memo: dict | None, which: tuple[int, int] = (0, 0), unit: bool = False
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`coincidence_table` on distinct types: ``(table, row_of, col_of)``, the table is ``table[row_of][:, col_of]``.
 
@@ -151,27 +155,28 @@ def type_table(advancing: DimChains, other: DimChains, se: int, so: int, j: int,
     advance, row_of = _distinct_types(memo, advancing, "advance", j, le, which[0])
     context, col_of = _distinct_types(memo, other, "context", context_from, lo, which[1])
     # Variants that differ only where the types do not (the context's level clipped to ``lo``) share a table.
-    key = (id(advancing), id(other), se, so, j, le, context_from, lo, which, "kernel")
+    key = (id(advancing), id(other), se, so, j, le, context_from, lo, which, "kernel") + (("unit",) if unit else ())
     if key not in memo:
-        memo[key] = (advancing, other, _kernel(advance, context, se, so, f"{len(advancing):,} x {len(other):,}"))
+        memo[key] = (advancing, other, _kernel(advance, context, se, so, f"{len(advancing):,} x {len(other):,}",
+                                               unit))
     return memo[key][2], row_of, col_of
 
 
-def _kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:
+def _kernel(advance, context, se: int, so: int, what: str, unit: bool = False) -> np.ndarray:
     """``table[row, col] = sum over types of m * n * [coincidence] * words``, one row per advance row, one
     column per context row: ``se * gap == so * (reach - y_b)`` and ``se * x_b + so * y_b == se * x_a + so * y_a``,
     words ``se * (x_a - 1) + so * (y_a - 1) + 1`` (module docstring; a composite context has ``so = 1``).
 
     A key match and two products over the keys (module docstring); the dense form where the keys are too
-    many for the products to be cheaper."""
+    many for the products to be cheaper. ``unit``: words 1 per coincidence (advance share 1, context 0)."""
     checkpoint(f"tabling the coincidences of {what} window chains")
     keys = _match_keys(advance, context, se, so)
     if keys is None:
-        return _dense_kernel(advance, context, se, so, what)
+        return _dense_kernel(advance, context, se, so, what, unit)
     (xb, xa, m, _), (_, _, ya, n) = advance, context
     key_a, key_c, k = keys
-    count_a, words_a = _by_key(key_a, k, m, se * (xa - 1) + 1)
-    count_c, words_c = _by_key(key_c, k, n, so * (ya - 1))
+    count_a, words_a = _by_key(key_a, k, m, np.ones_like(xa) if unit else se * (xa - 1) + 1)
+    count_c, words_c = _by_key(key_c, k, n, np.zeros_like(ya) if unit else so * (ya - 1))
     return words_a @ count_c.T + count_a @ words_c.T
 
 
@@ -239,7 +244,7 @@ def _by_key(key: np.ndarray, k: int, count: np.ndarray, words: np.ndarray) -> tu
     return counts[:, :k], weighted[:, :k]
 
 
-def _dense_kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:
+def _dense_kernel(advance, context, se: int, so: int, what: str, unit: bool = False) -> np.ndarray:
     """:func:`_kernel` by broadcasting every pair of types of every pair of rows (the straightforward form)."""
     xb, xa, m, gap = advance
     c, yb, ya, n = context
@@ -254,7 +259,7 @@ def _dense_kernel(advance, context, se: int, so: int, what: str) -> np.ndarray:
         C, YB, YA, N = c[None, :, None, :], yb[None, :, None, :], ya[None, :, None, :], n[None, :, None, :]
         same_start = se * G == so * (C - YB)
         same_length = se * XB + so * YB == se * XA + so * YA
-        words = se * (XA - 1) + so * (YA - 1) + 1
+        words = 1 if unit else se * (XA - 1) + so * (YA - 1) + 1
         out[sl] = np.sum(M * N * (same_start & same_length) * words, axis=(2, 3))
     return out
 

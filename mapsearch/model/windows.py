@@ -65,7 +65,7 @@ from functools import lru_cache
 from mapsearch.model.chains import enumerate_chains
 from mapsearch.model.encoding import Encoding, Q
 from mapsearch.model.problem import Problem, repeated_dims
-from mapsearch.model.skew import expands
+from mapsearch.model.skew import box_windows, expands
 from mapsearch.model.window_tables import coincidence_table, joint_table
 from mapsearch.spec.workload import Workload
 
@@ -85,6 +85,9 @@ class Window:
     tensor: str
     dims: tuple[str, ...]
     coeffs: tuple[int, ...]
+    # A box window (model/skew.box_windows): part of a skewed axis, inside its tensor's expanded region, whose
+    # monomials read it by its span or one per interval (model/skew.window_key).
+    box: bool = False
 
     def coeff(self, d: str) -> int:
         return self.coeffs[self.dims.index(d)]
@@ -149,6 +152,9 @@ def split_windows(p: Problem, unit_dims: frozenset[str], extra_footprints
     if any(win.tensor not in expanded or expanded[win.tensor] for win in crossed):
         reasons.append("a window dimension that also indexes another axis of its tensor")
     windows = tuple(win for win in windows if win not in crossed)
+    windows += tuple(Window(name, tuple(d for d, _ in terms), tuple(c for _, c in terms), box=True)
+                     for name, held in sorted(expanded.items()) if not held
+                     for terms in box_windows(w.tensor(name), w))
     wide = [win for win in windows if len(win.dims) > 2]
     if wide and meshed_levels(p):
         reasons.append("an axis over three or more dimensions under a spatial fanout")
@@ -237,7 +243,7 @@ def simplified_view(enc: Encoding, d: str, view) -> tuple[object, Q | None]:
 
 
 def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tuple[tuple[bool, int], ...],
-                 views: tuple = ()) -> Q:
+                 views: tuple = (), unit: bool = False) -> Q:
     """The coincidence table of the chosen chains, as a quantity.
 
     ``e``'s level-``j`` loop advances, the buffer holding ``e``'s
@@ -245,7 +251,8 @@ def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tu
     its order, ``(outer, lo)``: its level-``j`` loop is outer to ``e``'s,
     and the buffer holds its level-``lo`` pieces. ``views``: per dimension
     of the window, in its order, the instances counted (model/spatial.py;
-    None or empty: instance 0), two-dimension windows only.
+    None or empty: instance 0), two-dimension windows only. ``unit``: one per coincidence, not the
+    interval's words (a box window read one per interval, model/skew.py).
     """
     from mapsearch.model.spatial import view_key
 
@@ -253,17 +260,18 @@ def coincidences(enc: Encoding, win: Window, e: str, j: int, le: int, others: tu
     contexts = tuple((lo, min(j if outer else j - 1, lo)) for outer, lo in others)
     views = tuple(views) or (None,) * len(win.dims)
     view_of = dict(zip(win.dims, views))
-    key = ("coincidences", win.dims, win.coeffs, e, j, le, contexts, tuple(view_key(v) for v in views))
+    key = ("coincidences", win.dims, win.coeffs, e, j, le, contexts, tuple(view_key(v) for v in views), unit)
     if key in enc.cache:
         return enc.cache[key]
     memo = enc.cache.setdefault("window_types", {})
     if len(win.dims) == 2:
         (outer, lo), = others
         table = coincidence_table(enc.chains[e], enc.chains[rest[0]], win.coeff(e), win.coeff(rest[0]), j, le, lo,
-                                  outer, memo, (view_of[e], view_of[rest[0]]))
+                                  outer, memo, (view_of[e], view_of[rest[0]]), unit)
         if e != win.dims[0]:
             table = table.T  # rows: chains of the window's first dimension
     else:
+        assert not unit, "box windows have two dimensions"
         assert all(v is None or all(x == "rep" for x in v) for v in views), \
             "an axis over three or more dimensions is held whole under a spatial fanout"
         table = joint_table(enc.chains[e], win.coeff(e), j, le,

@@ -18,7 +18,6 @@ import brute_force_fused as bff
 import brute_force_spatial as bfs
 import brute_force_wide as bw
 from brute_force import Objective
-from mapsearch.errors import NoScheduleInFamily
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.figures import differences
@@ -111,24 +110,27 @@ def test_a_skewed_window_that_does_not_fit_whole_is_split():
     assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, Objective()).value
 
 
-def test_a_skewed_axis_over_two_window_dimensions_holds_one_and_says_so():
-    """``I[p+r+u,p]``: r and u only on the first axis (dependent columns), so a region can recur when r advances
-    while u goes back (coincidences model/skew.py does not count). u is held whole (r, as large, comes first
-    and is split), a named restriction; the family searched is then the brute force's with u held, and never
-    "infeasible"."""
-    w = Workload.from_text("skew", "O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 2, "u": 2})
-    tight = _arch([None, 3])
-    assert bw.brute_force(w, tight, {}, Objective()) is not None  # r and u split: a legal schedule exists
-    with pytest.raises(NoScheduleInFamily, match=r"filter windows held whole: u \(a window dimension that also"):
-        solve(Problem(w, tight))
-    roomy = _arch([None, 11, 5])
-    result = solve(Problem(w, roomy))
-    assert result.status == "OPTIMAL_IN_FAMILY"
-    assert any(x.startswith("filter windows held whole: u (") for x in result.family_restrictions)
-    got = tuple(p.value for p in result.phases)
-    assert got == bw.brute_force(w, roomy, {}, Objective(), frozenset({"u"})).value  # (16, 43)
-    assert got > bw.brute_force(w, roomy, {}, Objective()).value  # (16, 40) with u split too
-    assert bw.brute_force(w, roomy, {}, Objective(), frozenset({"r", "u"})) is None  # both held, as before: none
+@pytest.mark.parametrize("einsum, extents, caps, objective", [
+    ("O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 2, "u": 2}, [None, 3], Objective()),
+    ("O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 2, "u": 2}, [None, 11, 5], Objective()),
+    ("O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 3, "u": 2}, [None, 20, 7], Objective("words")),
+    # strides in the hidden window, and a second plain axis
+    ("O[p,k] += I[p+2*r+u,p] * W[r,u,k]", {"p": 3, "r": 2, "u": 3, "k": 2}, [None, 9], Objective()),
+])
+def test_a_skewed_axis_over_two_window_dimensions_splits_both(einsum, extents, caps, objective):
+    """``I[p+r+u,p]``: r and u index the first axis alone (dependent columns: r advancing while u goes back can
+    give the same box), p is read off the second. The box changes exactly when p's piece or the window
+    ``r+u``'s interval changes (model/skew.box_windows), so both are split, the window's coincidences counted as
+    a filter window's, weighed by its span or one per interval in each monomial. The optimum is the whole
+    family's. Before, u was held whole: the first case had no schedule in that family, the second was
+    OPTIMAL_IN_FAMILY at (25, 44) against the whole family's (19, 38)."""
+    w = Workload.from_text("skew", einsum, extents)
+    arch = _arch(caps)
+    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
+    result = solve(Problem(w, arch), options=options)
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, objective).value
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
 
 
 MESH_CASES = [

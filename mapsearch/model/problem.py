@@ -68,7 +68,7 @@ def check_supported(p: Problem) -> None:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
-        if (meshed or p.fusion_level is not None) and skewed_axes(t) and not determined(t, p.workload):
+        if (meshed or p.fusion_level is not None) and skewed_axes(t, p.workload) and not determined(t, p.workload):
             # Off a mesh and outside a chain its hidden window is split (model/skew.box_windows) or held whole,
             # checked by the wide brute force; neither the spatial nor the fused brute force checks those (a
             # diagonal or a skewed axis whose box determines its pieces is checked on both).

@@ -82,9 +82,10 @@ def repeated_dims(t: TensorAccess) -> tuple[str, ...]:
     return tuple(repeated)
 
 
-def skewed_axes(t: TensorAccess) -> list[int]:
-    """Indices of ``t``'s affine axes (two or more terms) over a dimension that indexes another axis too."""
-    again = set(repeated_dims(t))
+def skewed_axes(t: TensorAccess, w: Workload | None = None) -> list[int]:
+    """Indices of ``t``'s affine axes (two or more terms) over a dimension that indexes another axis too; with
+    ``w``, over such a dimension of extent > 1 (``I[p+r+u,p]`` with ``p = 1`` is a plain filter window)."""
+    again = {d for d in repeated_dims(t) if w is None or w.extent[d] > 1}
     return [a for a, ix in enumerate(t.indices) if len(ix.terms) > 1 and set(ix.dims) & again]
 
 
@@ -146,7 +147,7 @@ def expands(p: Problem, unit_dims: frozenset[str], extra_footprints) -> dict[str
     w = p.workload
     out = {}
     for t in w.einsum.inputs:
-        held = held_for_box(t, w) if skewed_axes(t) else None
+        held = held_for_box(t, w) if skewed_axes(t, w) else None
         if held is not None:
             out[t.name] = frozenset() if held and box_windows(t, w) else held
     return out

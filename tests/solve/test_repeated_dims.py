@@ -74,6 +74,17 @@ def test_a_diagonal_moves_its_boxes_not_the_whole_tensor():
 SKEW = "O[p] += I[p+r,p] * W[r]"
 
 
+def _assert_the_whole_familys_optimum(einsum: str, extents: dict, caps: list, objective: Objective) -> None:
+    """OPTIMAL with no restriction, at the wide brute force's optimum (positions included), replayed exactly."""
+    w = Workload.from_text("skew", einsum, extents)
+    arch = _arch(caps)
+    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
+    result = solve(Problem(w, arch), options=options)
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, objective).value
+    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+
+
 @pytest.mark.parametrize("einsum, extents, caps, objective", [
     (SKEW, {"p": 4, "r": 3}, [None, 30, 12], Objective()),
     (SKEW, {"p": 5, "r": 2}, [None, 9], Objective()),
@@ -91,13 +102,7 @@ def test_a_skewed_axis_is_split_and_its_optimum_is_the_whole_familys(einsum, ext
     """A dimension on a plain axis and on a window: the window is split like any other, the region
     ``prod_a span_a`` summed as a polynomial of one footprint per dimension (model/skew.py). The optimum is
     the whole family's (the wide brute force, positions included), with no restriction."""
-    w = Workload.from_text("skew", einsum, extents)
-    arch = _arch(caps)
-    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
-    result = solve(Problem(w, arch), options=options)
-    assert result.status == "OPTIMAL" and result.family_restrictions == ()
-    assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, objective).value
-    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+    _assert_the_whole_familys_optimum(einsum, extents, caps, objective)
 
 
 def test_a_skewed_window_that_does_not_fit_whole_is_split():
@@ -116,6 +121,8 @@ def test_a_skewed_window_that_does_not_fit_whole_is_split():
     ("O[p] += I[p+r+u,p] * W[r,u]", {"p": 3, "r": 3, "u": 2}, [None, 20, 7], Objective("words")),
     # strides in the hidden window, and a second plain axis
     ("O[p,k] += I[p+2*r+u,p] * W[r,u,k]", {"p": 3, "r": 2, "u": 3, "k": 2}, [None, 9], Objective()),
+    # p of extent 1: no skew, a plain filter window r+u (it was split twice, and the model failed to build)
+    ("O[p] += I[p+r+u,p] * W[r,u]", {"p": 1, "r": 3, "u": 2}, [None, 6, 3], Objective()),
 ])
 def test_a_skewed_axis_over_two_window_dimensions_splits_both(einsum, extents, caps, objective):
     """``I[p+r+u,p]``: r and u index the first axis alone (dependent columns: r advancing while u goes back can
@@ -124,13 +131,7 @@ def test_a_skewed_axis_over_two_window_dimensions_splits_both(einsum, extents, c
     a filter window's, weighed by its span or one per interval in each monomial. The optimum is the whole
     family's. Before, u was held whole: the first case had no schedule in that family, the second was
     OPTIMAL_IN_FAMILY at (25, 44) against the whole family's (19, 38)."""
-    w = Workload.from_text("skew", einsum, extents)
-    arch = _arch(caps)
-    options = SolveOptions(objective=objective.kind) if objective.kind != "time" else SolveOptions()
-    result = solve(Problem(w, arch), options=options)
-    assert result.status == "OPTIMAL" and result.family_restrictions == ()
-    assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, objective).value
-    assert differences(result.schedule.predicted, replay(result.schedule, mode="count").figures) == []
+    _assert_the_whole_familys_optimum(einsum, extents, caps, objective)
 
 
 MESH_CASES = [

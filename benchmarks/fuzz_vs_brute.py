@@ -95,10 +95,10 @@ ODD = {
     "bcast": ("Z[m,n] += A[m,k] * B[k]", {"m": (1, 4), "n": (1, 3), "k": (1, 3)}),
 }
 MESH_EINSUMS = ["matmul", "matmul", "matvec", "outer", "conv1d_k", "conv1d", "conv1d_s2", "conv1d_d2", "bmm",
-                "diag", "diag2", "skew"]
-# The mesh kind's einsums: the plain ones, two diagonals and a skewed axis.
+                "diag", "diag2", "skew", "skew_ru"]
+# The mesh kind's einsums: the plain ones, two diagonals, a skewed axis and one with a window hidden in it.
 MESH_TABLE = {**EINSUMS, "diag": ODD["diag"], "diag2": ("Z[m,n] += A[2*m,m] * B[m,n]", {"m": (1, 3), "n": (1, 3)}),
-              "skew": ODD["skew"]}
+              "skew": ODD["skew"], "skew_ru": ODD["skew_ru"]}
 REUSE = [("all",), ("input",), ("output",), ("none",)]
 CLOCKS = [Fraction(1), Fraction(1), Fraction(2), Fraction(3), Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(0)]
 

@@ -239,6 +239,31 @@ def window_dims(w: Workload) -> set[str]:
             for d in ix.dims if w.extent[d] > 1}
 
 
+def skewed_dims(w: Workload) -> set[str]:
+    """The dimensions of extent > 1 of input axes over two or more dimensions one of which, of extent > 1,
+    also indexes another axis of the tensor (``I[p+r+u,p]``: p, r, u)."""
+    out = set()
+    for t in w.einsum.inputs:
+        for ix in t.indices:
+            again = {d for d in ix.dims if w.extent[d] > 1 and sum(d in jx.dims for jx in t.indices) > 1}
+            if len(ix.terms) > 1 and again:
+                out |= {d for d in ix.dims if w.extent[d] > 1}
+    return out
+
+
+def hidden_window_dims(w: Workload) -> set[str]:
+    """The two dimensions of extent > 1 that alone index a skewed axis (:func:`skewed_dims`) and no other axis of
+    its tensor: a filter window hidden in it (``I[p+r+u,p]``: r, u)."""
+    skewed = skewed_dims(w)
+    out = set()
+    for t in w.einsum.inputs:
+        for ix in t.indices:
+            alone = [d for d in ix.dims if w.extent[d] > 1 and sum(d in jx.dims for jx in t.indices) == 1]
+            if set(ix.dims) & skewed and len(alone) == 2:
+                out |= set(alone)
+    return out
+
+
 def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dict, dict]]:
     """Every (tiles, parts, splits): the tile chains, the part extents and the splits on mesh axes, per meshed level.
 
@@ -248,9 +273,11 @@ def spatial_choices(w: Workload, arch: Architecture) -> Iterator[tuple[dict, dic
     depth = arch.depth - 1
     levels = meshed_levels(arch)
     meshed = [(s, _largest_axis(arch, s)) for s in levels]
-    pinned = bf.pinned_dims(w)
+    # An axis over three dimensions is held but for its largest (bf.pinned_dims), except a skewed one, whose
+    # dimensions are all split (the whole family: I[p+r+u,p], a window r+u hidden beside p).
+    pinned = bf.pinned_dims(w) - skewed_dims(w)
     # A filter window's two dimensions are split as WINDOW_PARTS says (by default the solver's family).
-    windowed = window_dims(w)
+    windowed = window_dims(w) | hidden_window_dims(w)
     per_dim = [dim_options(e, depth, meshed, d in pinned, WINDOW_PARTS if d in windowed else None)
                for d, e in w.extents]
     combos = []

@@ -21,7 +21,7 @@ from typing import Mapping
 from mapsearch.errors import MapsearchError
 from mapsearch.model.chains import Footprint
 from mapsearch.model.footprints import table_footprint
-from mapsearch.model.skew import determined, repeated_dims, skewed_axes
+from mapsearch.model.skew import box_windows, determined, repeated_dims, skewed_axes
 from mapsearch.spec.architecture import Architecture
 from mapsearch.spec.workload import TensorAccess, Workload
 
@@ -68,13 +68,14 @@ def check_supported(p: Problem) -> None:
         raise UnsupportedProblem(f"the top level {p.architecture.levels[0].name} cannot have spatial instances")
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
-        if (meshed or p.fusion_level is not None) and skewed_axes(t, p.workload) and not determined(t, p.workload):
-            # Off a mesh and outside a chain its hidden window is split (model/skew.box_windows) or held whole,
-            # checked by the wide brute force; neither the spatial nor the fused brute force checks those (a
-            # diagonal or a skewed axis whose box determines its pieces is checked on both).
-            raise UnsupportedProblem(f"tensor {t.name}: a skewed axis whose box does not determine its pieces (a "
-                                     "window hidden in it); supported by the solver only on a path without "
-                                     "spatial fanout and outside a fused chain")
+        if (meshed or p.fusion_level is not None) and skewed_axes(t, p.workload) and not determined(t, p.workload) \
+                and not box_windows(t, p.workload):
+            # Off a mesh and outside a chain such a tensor's smaller dependent dimensions are held whole, a
+            # family the wide brute force checks and neither the spatial nor the fused one does (a diagonal, a
+            # skewed axis whose box determines its pieces and one hiding a window are checked on both).
+            raise UnsupportedProblem(f"tensor {t.name}: a skewed axis whose box does not determine its pieces and "
+                                     "hides no filter window of two dimensions (a dimension held whole); supported "
+                                     "by the solver only on a path without spatial fanout and outside a fused chain")
 
 
 def pinned_dims(w: Workload, split: frozenset[tuple[str, frozenset[str]]] = frozenset()) -> frozenset[str]:

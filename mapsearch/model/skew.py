@@ -43,10 +43,11 @@ Only where transfers are measured in words (DRAM rows and other measures
 hold it whole, like every window there). On a meshed path and in a fused
 stage alike: a part of a dimension on an instance, or a fused stage's
 piece, is a piece like any other, read through the same footprints
-(checked against the spatial and fused brute forces). A skewed axis whose
-box does not determine its pieces is refused there
-(model/problem.check_supported): its hidden window, or its held family,
-has no such oracle.
+(checked against the spatial and fused brute forces), and a hidden
+window's dimensions are split over mesh axes like a filter window's. A
+skewed axis whose box does not determine its pieces and hides no window is
+refused there (model/problem.check_supported): its held family has no such
+oracle.
 """
 
 from __future__ import annotations

@@ -49,6 +49,9 @@ class Problem:
     shared_dims: tuple[str, ...] = ()
     fused: tuple[str, ...] = ()
     homes_counted: frozenset[str] | None = None
+    # False: a filter window hidden in a skewed axis (model/skew.box_windows) is held whole instead, the smaller
+    # family a first schedule is searched in (solve/hidden_first.py).
+    hidden_windows: bool = True
 
     @property
     def depth(self) -> int:
@@ -69,7 +72,7 @@ def check_supported(p: Problem) -> None:
     meshed = any(lv.instances > 1 for lv in p.architecture.levels)
     for t in p.workload.tensors:
         if (meshed or p.fusion_level is not None) and skewed_axes(t, p.workload) and not determined(t, p.workload) \
-                and not box_windows(t, p.workload):
+                and not (p.hidden_windows and box_windows(t, p.workload)):
             # Off a mesh and outside a chain such a tensor's smaller dependent dimensions are held whole, a
             # family the wide brute force checks and neither the spatial nor the fused one does (a diagonal, a
             # skewed axis whose box determines its pieces and one hiding a window are checked on both).

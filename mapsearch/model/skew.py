@@ -142,7 +142,8 @@ def determined(t: TensorAccess, w: Workload) -> bool:
 def expands(p: Problem, unit_dims: frozenset[str], extra_footprints) -> dict[str, frozenset[str]]:
     """Per tensor of ``p`` whose skewed axes are split, its region expanded (the module's docstring), the
     dimensions held whole so that its box determines its pieces (a named restriction where not empty).
-    Nothing is held where :func:`box_windows` reads the undetermined pieces as windows."""
+    Nothing is held where :func:`box_windows` reads the undetermined pieces as windows (unless
+    ``p.hidden_windows`` is off: a first schedule's smaller family, solve/hidden_first.py)."""
     if unit_dims or extra_footprints:
         return {}
     w = p.workload
@@ -150,8 +151,14 @@ def expands(p: Problem, unit_dims: frozenset[str], extra_footprints) -> dict[str
     for t in w.einsum.inputs:
         held = held_for_box(t, w) if skewed_axes(t, w) else None
         if held is not None:
-            out[t.name] = frozenset() if held and box_windows(t, w) else held
+            out[t.name] = frozenset() if held and p.hidden_windows and box_windows(t, w) else held
     return out
+
+
+def hides_windows(p: Problem) -> bool:
+    """Some input of ``p`` has a skewed axis whose box does not determine its pieces but hides a window."""
+    w = p.workload
+    return any(skewed_axes(t, w) and held_for_box(t, w) and box_windows(t, w) for t in w.einsum.inputs)
 
 
 def box_windows(t: TensorAccess, w: Workload) -> tuple[tuple[tuple[str, int], ...], ...]:

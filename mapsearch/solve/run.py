@@ -38,7 +38,7 @@ from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
-from mapsearch.solve import narrow, unsplit
+from mapsearch.solve import hidden_first, narrow, unsplit
 from mapsearch.solve.progress import finished, report, search
 from mapsearch.solve.greedy_start import as_unproven, better_than_search, fallback_applies, greedy_fallback, greedy_or_coarse
 from mapsearch.solve.warm_start import start_of, with_start
@@ -223,11 +223,19 @@ def _solve_meshed(problem: Problem, constraints: Constraints, options: SolveOpti
 
 def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,
            family: str = "full") -> SolveResult:
-    """One search of ``family``: "full", or a first schedule's ("narrow", "coarse": solve/narrow.py)."""
-    if family != "full" or not narrow.applies(problem, options):
+    """One search of ``family``: "full", or a first schedule's ("narrow", "coarse": solve/narrow.py). The full
+    one starts from a first schedule where one applies: the narrow or coarse family's on an array, the family
+    with its hidden windows held where a window hides in a skewed axis (solve/hidden_first.py)."""
+    if family != "full":
         return _search(problem, constraints, options, start, family)
-    first = narrow.first_schedule(problem, options, start, lambda o, f: _search(problem, constraints, o,
-                                                                                time.perf_counter(), f))
+    if narrow.applies(problem, options):
+        first = narrow.first_schedule(problem, options, start, lambda o, f: _search(problem, constraints, o,
+                                                                                    time.perf_counter(), f))
+    elif hidden_first.applies(problem, options):
+        first = hidden_first.first_schedule(problem, options, lambda p, o: _search(p, constraints, o,
+                                                                                   time.perf_counter()))
+    else:
+        return _search(problem, constraints, options, start)
     if first is None:
         return _search(problem, constraints, options, start)
     if budget.stopped():  # stopped during a first search: its schedule is all there is

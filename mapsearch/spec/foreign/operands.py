@@ -4,32 +4,37 @@ from __future__ import annotations
 
 from mapsearch.spec.workload import Einsum
 
-__all__ = ["operand_words", "window_dims"]
+__all__ = ["operand_words", "held_dims"]
 
 
-def window_dims(einsum: Einsum, extents: dict[str, int]) -> set[str]:
-    """Dimensions mapsearch's search family keeps whole at every level (a convolution's window).
+def held_dims(einsum: Einsum, extents: dict[str, int]) -> set[str]:
+    """Dimensions mapsearch's search family may keep whole at every level: on an input axis over three or
+    more dimensions of extent > 1, every one but the largest (held under a spatial fanout, which the operand
+    level carries, or beyond the joint coincidence table's limit: docs/solver.md, "Split filter windows").
 
-    On an axis indexed by a sum, every dimension but the one of largest
-    extent (mapsearch/model/problem.py, ``pinned_dims``).
+    A filter window over two dimensions (``R+P``) and a skewed axis are split (any tile of each dimension),
+    so their dimensions are not held here.
     """
-    pinned: set[str] = set()
+    held: set[str] = set()
     for t in einsum.tensors:
         for ix in t.indices:
-            if len(ix.terms) > 1:
-                largest = max(ix.dims, key=lambda d: extents.get(d, 1))
-                pinned |= {d for d in ix.dims if d != largest}
-    return pinned
+            live = [d for d in ix.dims if extents.get(d, 1) > 1]
+            if len(live) > 2:
+                largest = max(live, key=lambda d: extents.get(d, 1))
+                held |= {d for d in live if d != largest}
+    return held
 
 
 def operand_words(einsum: Einsum, extents: dict[str, int]) -> int:
-    """Words of one op call's operands, with a convolution's filter window whole.
+    """Words of one op call's operands: one word of each operand (the AccelForge, Timeloop and ZigZag MACs
+    read one word of each per op), an axis over three or more dimensions with its held dimensions whole
+    (:func:`held_dims`), so that the level fits what the search family holds.
 
-    The AccelForge, Timeloop and ZigZag MACs read one word of each operand
-    per op. mapsearch's search family keeps a window dimension whole at
-    every level (on an axis indexed by a sum, every dimension but the one of
-    largest extent: docs/solver.md), so the level must fit that window.
+    Before filter windows were split this level held a convolution's whole window (``R`` words of an input
+    row for ``R+P``): a buffer the peers' MAC does not have, which let a schedule reuse operands there and so
+    move fewer words over the link into it than the hardware described can (Timeloop's tutorial
+    ``03-model-conv1d+oc-3level``: 2,618 words, against 4,836 with one op's operands).
     """
-    pinned = window_dims(einsum, extents)
-    sizes = {d: extents.get(d, 1) if d in pinned else 1 for d in einsum.dims}
+    held = held_dims(einsum, extents)
+    sizes = {d: extents.get(d, 1) if d in held else 1 for d in einsum.dims}
     return sum(t.words(sizes) for t in einsum.tensors)

@@ -24,6 +24,20 @@ def test_a_cnn_problem_with_strides_and_dilations_from_coefficients():
     assert w.tensor_shape("Inputs") == (1, 2, 6, 2)  # R + P - 1 = 3 + 4 - 1; S + Q - 1 = 1 + 2 - 1
 
 
+def test_the_operand_level_holds_one_word_of_each_operand():
+    """The MAC reads one word of each operand per op: the level under it holds 3 words for this convolution (it
+    held the R x S window whole, 7 words, when windows were held whole: a buffer the hardware does not have).
+    An axis over three dimensions keeps all but its largest whole there, as the search family may hold them."""
+    from mapsearch.spec.foreign.operands import held_dims, operand_words
+    from mapsearch.spec.workload import Workload
+
+    (path,) = flatten(load_foreign_arch(ARCH, load_foreign_workload(PROBLEM)).tree)
+    assert path.architecture.levels[-1].name.endswith("_operands") and path.architecture.levels[-1].capacity == 3
+    w = Workload.from_text("w", "O[p] += I[p+r+u] * W[r,u]", {"p": 8, "r": 3, "u": 2})
+    assert held_dims(w.einsum, dict(w.extents)) == {"r", "u"}
+    assert operand_words(w.einsum, dict(w.extents)) == 1 + (1 + (3 - 1) + (2 - 1)) + 3 * 2  # O 1, I's span 4, W 6
+
+
 def test_eyeriss_like_capacities_bandwidths_and_meshes():
     fa = load_foreign_arch(ARCH, load_foreign_workload(PROBLEM))
     (path,) = flatten(fa.tree)

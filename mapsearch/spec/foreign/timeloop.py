@@ -145,13 +145,16 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     if str(arch.get("version", "0.4")) != "0.4":
         raise bad(source, "architecture.version", "0.4", arch.get("version"))
     flat = _flatten(arch["nodes"], source, "architecture.nodes")
+    nothing = [field for kind, _, field, _ in flat if kind == "Nothing"]
+    flat = [n for n in flat if n[0] != "Nothing"]
     components = [n for n in flat if n[0] == "Component"]
     if len(components) < 2:
         raise bad(source, "architecture.nodes", "storage components and a compute component last", len(components))
     compute = components[-1]
     targets = node_targets(flat) + list(_constraint_targets(data, source))
     targets += list(_constraint_targets(more_constraints or {}, source))
-    notes: list[str] = []
+    notes: list[str] = [f"{source}: {field}: a !Nothing node holds nothing (the data spaces it names pass through "
+                        "to the next storage): left out" for field in nothing]
     names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
     containers = {body["name"]: tuple(key for key, _ in _mesh(body, field, source, Where(source, line, 1, field)))
                   for kind, body, field, line in flat if kind == "Container"}
@@ -202,8 +205,10 @@ def _flatten(items: list, source: str, field: str) -> list[tuple[str, dict, str,
             if not isinstance(n.value.get("name"), str):
                 raise bad(source, f"{f}.name", "a component name", n.value.get("name"))
             out.append((n.tag, n.value, f, n.line))
+        elif n.tag == "Nothing":  # a placeholder branch of a !Parallel: no storage, the data spaces it names pass
+            out.append((n.tag, n.value, f, n.line))
         else:
-            raise bad(source, f, "!Container, !Component, !Parallel or !Hierarchical", "!" + n.tag)
+            raise bad(source, f, "!Container, !Component, !Parallel, !Hierarchical or !Nothing", "!" + n.tag)
     return out
 
 

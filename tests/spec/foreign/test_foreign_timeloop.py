@@ -147,3 +147,29 @@ def test_a_separate_constraints_file(tmp_path):
     assert ("ifmap_spad", ("N", "M", "C", "P", "Q", "R", "S")) in fa.constraints.orders
     rules = {k.level: k.keep.text for k in flatten(fa.tree)[0].keep_rules}
     assert rules["DRAM"] == "Weights | Inputs | Outputs"
+
+
+def test_a_nothing_branch_of_a_parallel_holds_nothing(tmp_path):
+    """timeloop-accelergy-exercises' simba_like puts ``!Nothing {constraints: {dataspace: {keep: [Inputs]}}}`` beside
+    its weight and accumulator buffers in a ``!Parallel``: the inputs pass that stage without a buffer. It was
+    refused ("expected !Container, !Component, !Parallel or !Hierarchical"); it is left out, with a note."""
+    arch = tmp_path / "arch.yaml"
+    arch.write_text("""architecture:
+  version: 0.4
+  nodes:
+  - !Component {name: DRAM, class: DRAM, attributes: {width: 64, datawidth: 8}}
+  - !Parallel
+    nodes:
+    - !Component
+      name: WeightBuffer
+      class: storage
+      attributes: {depth: 64, width: 8, datawidth: 8}
+      constraints: {dataspace: {keep: [Weights], bypass: [Inputs, Outputs]}}
+    - !Nothing {constraints: {dataspace: {keep: [Inputs]}}}
+  - !Component {name: Regs, class: storage, attributes: {depth: 16, width: 8, datawidth: 8}}
+  - !Component {name: mac, class: intmac, attributes: {width: 8}}
+""")
+    fa = load_foreign_arch(arch, load_foreign_workload(PROBLEM))
+    (path,) = flatten(fa.tree)
+    assert [lv.name for lv in path.architecture.levels] == ["DRAM", "WeightBuffer", "Regs", "mac_operands"]
+    assert any("architecture.nodes[1].nodes[1]: a !Nothing node holds nothing" in n for n in fa.notes)

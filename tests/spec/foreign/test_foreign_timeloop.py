@@ -173,3 +173,25 @@ def test_a_nothing_branch_of_a_parallel_holds_nothing(tmp_path):
     (path,) = flatten(fa.tree)
     assert [lv.name for lv in path.architecture.levels] == ["DRAM", "WeightBuffer", "Regs", "mac_operands"]
     assert any("architecture.nodes[1].nodes[1]: a !Nothing node holds nothing" in n for n in fa.notes)
+
+
+@pytest.mark.parametrize("design, levels", [
+    ("simple_weight_stationary", ["DRAM", "shared_glb", "pe_spad", "weight_reg", "input_activation_reg",
+                                  "output_activation_reg", "mac_operands"]),
+    ("simple_output_stationary", ["DRAM", "shared_glb", "pe_spad", "weight_reg", "input_activation_reg",
+                                  "output_activation_reg", "mac_operands"]),
+    ("simba_like", ["DRAM", "GlobalBuffer", "PEInputBuffer", "PEWeightBuffer", "PEAccuBuffer", "PEWeightRegs",
+                    "mac_operands"]),
+])
+def test_the_exercises_other_designs_are_read(design, levels):
+    fa = load_foreign_arch(T / f"{design}.arch.yaml", load_foreign_workload(PROBLEM))
+    (path,) = flatten(fa.tree)
+    assert [lv.name for lv in path.architecture.levels] == levels
+    assert sum(lv.instances > 1 for lv in path.architecture.levels) >= 1
+
+
+def test_the_weight_stationary_design_solves_and_replays():
+    """cnn_layer_small on the exercises' simple_weight_stationary: the time is the compute floor over its PEs (24
+    clocks), and the schedule replays to its prediction (solve_peer checks it)."""
+    _, result, _ = solve_peer(PROBLEM, T / "simple_weight_stationary.arch.yaml")
+    assert result.phases[0].value == 24 and result.phases[0].status == "OPTIMAL"

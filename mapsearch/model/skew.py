@@ -90,10 +90,10 @@ def skewed_axes(t: TensorAccess, w: Workload | None = None) -> list[int]:
     return [a for a, ix in enumerate(t.indices) if len(ix.terms) > 1 and set(ix.dims) & again]
 
 
-def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str] | None:
+def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str]:
     """The fewest dimensions to hold whole so that the box determines every other piece on ``t``'s axes but
     its filter windows (affine axes without a repeated dimension, whose coincidences model/windows.py
-    counts); None where such a window shares a dimension with those axes.
+    counts; their dimensions index no other axis, so they are disjoint from these).
 
     A box's axis starts are ``sum_d c_d s_d`` and its spans ``sum_d c_d (x_d - 1) + 1``: the same linear
     map of the pieces' starts and of their extents, one row per axis. It determines them iff its columns
@@ -101,18 +101,21 @@ def held_for_box(t: TensorAccess, w: Workload) -> frozenset[str] | None:
     largest dimensions whose columns are independent are kept and the others held (``I[p+r+u,p]``: ``u``
     held, for ``R >= U``); empty where nothing need be held.
     """
-    again = set(repeated_dims(t))
-    regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
-    own = [ix for ix in t.indices if ix not in regular]
+    own = _own_axes(t)
     order = [d for ix in own for d in ix.dims if w.extent[d] > 1]
     live = sorted(set(order), key=lambda d: (-w.extent[d], order.index(d)))
-    if set(live) & {d for ix in regular for d in ix.dims if w.extent[d] > 1}:
-        return None
     kept: list[str] = []
     for d in live:  # a column that adds to the rank is read off the box; the others are held
         if _rank(own, kept + [d]) > len(kept):
             kept.append(d)
     return frozenset(d for d in live if d not in kept)
+
+
+def _own_axes(t: TensorAccess) -> list:
+    """``t``'s axes but its filter windows (affine axes without a repeated dimension): the axes its box is
+    read from."""
+    again = set(repeated_dims(t))
+    return [ix for ix in t.indices if len(ix.terms) == 1 or set(ix.dims) & again]
 
 
 def _rank(axes, dims: list[str]) -> int:
@@ -149,8 +152,8 @@ def expands(p: Problem, unit_dims: frozenset[str], extra_footprints) -> dict[str
     w = p.workload
     out = {}
     for t in w.einsum.inputs:
-        held = held_for_box(t, w) if skewed_axes(t, w) else None
-        if held is not None:
+        if skewed_axes(t, w):
+            held = held_for_box(t, w)
             out[t.name] = frozenset() if held and p.hidden_windows and box_windows(t, w) else held
     return out
 
@@ -180,9 +183,7 @@ def box_windows(t: TensorAccess, w: Workload) -> tuple[tuple[tuple[str, int], ..
     dimensions are held whole.
     """
     live = {d for ix in t.indices for d in ix.dims if w.extent[d] > 1}
-    again = set(repeated_dims(t))
-    regular = [ix for ix in t.indices if len(ix.terms) > 1 and not set(ix.dims) & again]
-    own = [ix for ix in t.indices if ix not in regular]
+    own = _own_axes(t)
     windows, window_axes = [], []
     for ix in own:
         alone = [(d, c) for d, c in ix.terms if w.extent[d] > 1 and sum(d in jx.dims for jx in t.indices) == 1]

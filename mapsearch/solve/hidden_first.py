@@ -12,7 +12,9 @@ user's, the held family is searched first in :data:`SHARE` of the time,
 and its schedule (a schedule of the whole family too: a dimension held
 whole is one tiling) starts the full search. Only a start: the full search's
 optimum, bounds and status are its own (solve/run.py keeps the better of
-the two, as for the narrow family's first schedule, solve/narrow.py).
+the two, as for the narrow family's first schedule, solve/narrow.py),
+except where the held family's optimum meets the contract's floors: then
+it is OPTIMAL over the whole family, and solve/run.py returns it.
 """
 
 from __future__ import annotations

@@ -238,6 +238,11 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
         return _search(problem, constraints, options, start)
     if first is None:
         return _search(problem, constraints, options, start)
+    if first.status == "OPTIMAL" and not first.family_restrictions:
+        # Proven at floors every schedule of the contract meets (model/family.meets_contract_floors): the optimum
+        # over the whole family, so the full search could only tie it.
+        log.info("the first schedule meets the contract's floors: the full search is not run")
+        return dataclasses.replace(first, solve_seconds=time.perf_counter() - start)
     if budget.stopped():  # stopped during a first search: its schedule is all there is
         return narrow.fallback(first, problem, time.perf_counter() - start, True)
     try:

@@ -45,7 +45,8 @@ def test_the_first_schedule_holds_the_smaller_window_dimension_and_the_solve_end
     w = Workload.from_text("h", HIDDEN, {"p": 3, "r": 2, "u": 2})
     problem = Problem(w, _arch([None, 11, 5]))
     options = SolveOptions(workers=1, seed=0)
-    first = hidden_first.first_schedule(problem, options, lambda p, o: _search(p, Constraints(), o, time.perf_counter()))
+    first = hidden_first.first_schedule(problem, options,
+                                        lambda p, o: _search(p, Constraints(), o, time.perf_counter()))
     assert first is not None
     assert any(x.startswith("filter windows held whole: u (") for x in first.family_restrictions)
     assert all(e == 2 for lv in first.schedule.levels for d, e in lv.tile if d == "u")
@@ -54,3 +55,26 @@ def test_the_first_schedule_holds_the_smaller_window_dimension_and_the_solve_end
     result = solve(problem, options=options)
     assert result.status == "OPTIMAL" and result.family_restrictions == ()
     assert tuple(p.value for p in result.phases) == bw.brute_force(w, problem.architecture, {}, Objective()).value
+
+
+def test_a_first_schedule_at_the_contracts_floors_ends_the_solve(monkeypatch):
+    """The held family's optimum on ``examples/arch-three-level.yaml`` meets the contract's floors (p = 3,
+    r = u = 2: 64 clocks, 32 words): it is the optimum over the whole family, OPTIMAL with no restriction,
+    and the whole family's larger model is never searched."""
+    from mapsearch.solve import run
+    from mapsearch.spec.load import load_problem
+
+    _, arch, _ = load_problem("examples/matmul-4x4x4.yaml", "examples/arch-three-level.yaml")
+    w = Workload.from_text("h", HIDDEN, {"p": 3, "r": 2, "u": 2})
+    searched = []
+    real = run._search
+
+    def counting(problem, *args, **kwargs):
+        searched.append(problem.hidden_windows)
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(run, "_search", counting)
+    result = solve(Problem(w, arch), options=SolveOptions(workers=1, seed=0))
+    assert searched == [False]
+    assert result.status == "OPTIMAL" and result.family_restrictions == ()
+    assert tuple(p.value for p in result.phases) == bw.brute_force(w, arch, {}, Objective()).value

@@ -12,14 +12,16 @@ def held_dims(einsum: Einsum, extents: dict[str, int]) -> set[str]:
     more dimensions of extent > 1, every one but the largest (held under a spatial fanout, which the operand
     level carries, or beyond the joint coincidence table's limit: docs/solver.md, "Split filter windows").
 
-    A filter window over two dimensions (``R+P``) and a skewed axis are split (any tile of each dimension),
-    so their dimensions are not held here.
+    A filter window over two dimensions (``R+P``) and a skewed axis (a dimension of it also indexes another
+    axis of its tensor: ``I[p+r+u,p]``) are split (any tile of each dimension), so their dimensions are not
+    held here.
     """
     held: set[str] = set()
     for t in einsum.tensors:
         for ix in t.indices:
             live = [d for d in ix.dims if extents.get(d, 1) > 1]
-            if len(live) > 2:
+            skewed = any(sum(d in jx.dims for jx in t.indices) > 1 for d in live)
+            if len(live) > 2 and not skewed:
                 largest = max(live, key=lambda d: extents.get(d, 1))
                 held |= {d for d in live if d != largest}
     return held

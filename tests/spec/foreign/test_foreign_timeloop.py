@@ -36,6 +36,9 @@ def test_the_operand_level_holds_one_word_of_each_operand():
     w = Workload.from_text("w", "O[p] += I[p+r+u] * W[r,u]", {"p": 8, "r": 3, "u": 2})
     assert held_dims(w.einsum, dict(w.extents)) == {"r", "u"}
     assert operand_words(w.einsum, dict(w.extents)) == 1 + (1 + (3 - 1) + (2 - 1)) + 3 * 2  # O 1, I's span 4, W 6
+    skew = Workload.from_text("s", "O[p] += I[p+r+u,p] * W[r,u]", {"p": 8, "r": 3, "u": 2})
+    assert held_dims(skew.einsum, dict(skew.extents)) == set()  # a skewed axis is split (its hidden window r+u)
+    assert operand_words(skew.einsum, dict(skew.extents)) == 3
 
 
 def test_eyeriss_like_capacities_bandwidths_and_meshes():

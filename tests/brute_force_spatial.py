@@ -40,12 +40,15 @@ straight from docs/spatial.md ("What the solver searches"):
   (``T_i`` equal to the parent extent, or to the part at a meshed level)
   innermost in workload order, as in ``tests/brute_force.py``;
 - every keep/bypass choice of the levels strictly between a home and L0;
-- with ``POSITIONS`` (docs/spatial.md, "Buffer placement above the mesh"),
-  every position of every buffer above the outermost meshed level ``s``
-  whose loops are all above ``s`` (``0 .. (s-1)*D``), non-decreasing going
-  inward, an output's too (its lowest buffer there is the meshed buffers'
-  keeper: the replay flushes idle instances on its region changes). Buffers
-  at and below ``s`` keep their default positions.
+- with ``POSITIONS`` (docs/spatial.md, "Buffer placement above the mesh"
+  and "... at and below the mesh"), every position of every buffer within
+  its level's range (``position_range``: inside the spatial loops of the
+  meshed levels at or above it, outside those below it; above the outermost
+  meshed level ``s`` that is ``0 .. (s-1)*D``), non-decreasing going inward,
+  an output's too (its buffers are the meshed buffers' keepers: the replay
+  flushes idle instances on their region changes). Without
+  ``MESHED_POSITIONS`` buffers at and below ``s`` keep their default
+  positions (the family before).
 
 Scoring is the replay's (``replay(mode="count")``), with two shortcuts that
 change nothing (``tests/solve/test_spatial_vs_brute_force.py`` checks both
@@ -62,9 +65,10 @@ against plain replays, schedule by schedule):
   replay's per-instance peak (instance 0's part is the largest, and its
   first tile is the level's tile). A placed buffer's traffic is its own
   too, flushes included (they follow that tensor's own keeper): one more
-  replay per position, every tensor's buffer at that position, gives each
-  tensor's words there; its first region is its largest (the pieces of its
-  anchor level and the parent).
+  replay per (kept levels, positions) of a tensor, every tensor's buffers
+  so, gives each tensor's words there; its first region is its largest
+  (the pieces of its anchor level and the parent, instance 0's part of it
+  where the buffer sits inside a split).
   Otherwise (a mesh above L0: the links below it have one copy per
   instance and their time is the busiest copy's) every schedule is replayed
   as it is.
@@ -87,6 +91,7 @@ import brute_force as bf
 from brute_force import Objective, replay_figures
 
 from mapsearch.schedule.figures import Figures, LinkFigures
+from mapsearch.schedule.legality import position_range
 from mapsearch.schedule.schedule import LevelMapping, Schedule, SpatialSplit
 from mapsearch.sim.errors import CapacityError
 from mapsearch.spec.architecture import Architecture
@@ -123,6 +128,9 @@ def pieces(extent: int, chain: Sequence[int], level: int) -> set[int]:
 EVEN_ONLY = False  # the family before unequal parts (parts dividing every parent piece)
 POSITIONS = True  # buffers above the mesh at every position above it (False: default positions only)
 OUTPUT_POSITIONS = True  # False: an output's lowest buffer above the mesh at its default position (the family before)
+# Buffers at and below meshed levels at every position too (the contract's whole family, docs/spatial.md "Buffer
+# placement at and below the mesh"); False (the default): at their default positions, the solver's family.
+MESHED_POSITIONS = False
 WINDOW_PARTS = "all"  # a filter window's dims: "all", "equal_above" (equal parts above L0), "equal" or "none"
 
 
@@ -310,45 +318,70 @@ def make_schedule(w: Workload, arch: Architecture, homes: Mapping[str, str], til
 
 
 def position_choices(w: Workload, arch: Architecture, keeps) -> list[dict[tuple[str, int], int]]:
-    """Every assignment of non-default positions to the buffers above the mesh (``[{}]`` without ``POSITIONS``)."""
+    """Every assignment of non-default positions to the buffers (``[{}]`` without ``POSITIONS``).
+
+    Each buffer within :func:`~mapsearch.schedule.legality.position_range` of its level (inside the spatial
+    loops of the meshed levels at or above it, outside those below it), a tensor's buffers non-decreasing going
+    inward; without ``MESHED_POSITIONS`` only the buffers above the outermost meshed level move.
+    """
     if not POSITIONS:
         return [{}]
     D = len(w.dims)
     first = meshed_level(arch)
+    probe = make_schedule(w, arch, {}, {d: (1,) * (arch.depth - 1) for d in w.dims}, {}, [()] * (arch.depth - 1),
+                          {t: frozenset() for t in w.tensor_names})
+    ranges = {i: position_range(probe, i) for i in range(1, arch.depth)}
     per_tensor = []
     for t in w.tensor_names:
-        levels = sorted(i for i in keeps[t] if i < first)
+        levels = sorted(i for i in keeps[t] if MESHED_POSITIONS or i < first)
         options = []
-        for seq in itertools.combinations_with_replacement(range((first - 1) * D + 1), len(levels)):
+        for seq in itertools.product(*(range(ranges[i][0], ranges[i][1] + 1) for i in levels)):
+            if any(a > b for a, b in zip(seq, seq[1:])):
+                continue
             moved = {i: p for i, p in zip(levels, seq) if p != i * D}
-            if not OUTPUT_POSITIONS and w.is_output(t) and any(not any(k in keeps[t] for k in range(i + 1, first))
-                                                               for i in moved):
+            if not OUTPUT_POSITIONS and w.is_output(t) and any(
+                    i < first and not any(k in keeps[t] for k in range(i + 1, first)) for i in moved):
                 continue  # the family before: the output's lowest buffer above the mesh at its default position
             options.append({(t, i): p for i, p in moved.items()})
         per_tensor.append(options)
     return [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*per_tensor)]
 
 
-def held_extents(w: Workload, tiles, orders, level: int, position: int) -> dict[str, int]:
+def held_extents(w: Workload, tiles, orders, level: int, position: int, parts=None) -> dict[str, int]:
     """Extents of a buffer's first (largest) region: per dimension its anchor level's piece or the parent's.
 
     Position ``p = (j-1)*D + k`` has the loops of levels ``< j`` and the
     first ``k`` of level ``j`` outside (cost-model.md, "Buffer placement").
+    A buffer of a level with instances holds its instance's part of a piece
+    whose split lies outside it (a meshed level ``pick + 1 <= level``,
+    docs/spatial.md, "Buffer placement at and below the mesh"): instance 0's,
+    the largest, ``min(part, piece)``.
     """
     D = len(w.dims)
     if position == 0:
-        return dict(w.extent)
-    j, k = (position - 1) // D + 1, (position - 1) % D + 1
-    parent = {d: w.extent[d] if j == 1 else tiles[d][j - 2] for d in w.dims}
-    return {d: tiles[d][j - 1] if d in orders[j - 1][:k] else parent[d] for d in w.dims}
+        j, k = 0, D
+    else:
+        j, k = (position - 1) // D + 1, (position - 1) % D + 1
+
+    def piece(d: str, lv: int) -> int:
+        return w.extent[d] if lv == 0 else tiles[d][lv - 1]
+
+    out = {}
+    for d in w.dims:
+        pick = j if k == D or d in orders[j - 1][:k] else j - 1
+        x = piece(d, pick)
+        if parts and pick + 1 <= level and pick + 1 in parts:
+            x = min(x, parts[pick + 1][d])
+        out[d] = x
+    return out
 
 
-def placed_occupancy(w: Workload, arch: Architecture, home_of, tiles, orders, keeps, positions) -> list[int]:
+def placed_occupancy(w: Workload, arch: Architecture, home_of, tiles, orders, keeps, positions, parts=None) -> list[int]:
     """The occupancy rule of ``tests/brute_force.py`` with placed buffers holding their own first region."""
     out = bf._occupancy(w, arch, home_of, tiles, keeps)
     for (t, i), p in positions.items():
         ext_i = {d: tiles[d][i - 1] for d in w.dims}
-        for ext, sign in ((ext_i, -1), (held_extents(w, tiles, orders, i, p), 1)):
+        for ext, sign in ((ext_i, -1), (held_extents(w, tiles, orders, i, p, parts), 1)):
             words = w.tensor(t).words(ext)
             out[i] += sign * words * (2 if arch.double_buffering and words < w.tensor_words(t) else 1)
     return out
@@ -398,17 +431,40 @@ def _composable(w: Workload, arch: Architecture, homes: Mapping[str, str]) -> bo
     return True
 
 
+def _placed_key(t: str, keeps, positions: Mapping[tuple[str, int], int]) -> tuple:
+    """What a tensor's own figures depend on: its kept levels and their positions (``("at", ...)``: not a bool)."""
+    return ("at", tuple(sorted(keeps[t])), tuple(sorted((i, p) for (u, i), p in positions.items() if u == t)))
+
+
+def _placed_replays(w: Workload, free: Architecture, homes, tiles, splits, orders, keep_list, placed):
+    """One replay per distinct (kept levels, positions) of a placed tensor, every tensor following it: each
+    tensor's figures depend on its own buffers only, so they score every keep and position choice."""
+    keys = {}
+    for keeps, moves in zip(keep_list, placed):
+        for positions in moves:
+            for t in {u for u, _ in positions}:
+                keys.setdefault(_placed_key(t, keeps, positions), None)
+    out = {}
+    for key in keys:
+        _, levels, where = key
+        every = {t: frozenset(levels) for t in w.tensor_names}
+        at = {(t, i): p for t in w.tensor_names for i, p in where}
+        out[key] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
+    return out
+
+
 def _compose(w: Workload, arch: Architecture, home_of, keeps, per: Mapping[object, Figures], occupancy,
              positions: Mapping[tuple[str, int], int] = {}) -> Figures:
     """Figures of one keep choice from the all-kept, all-bypassed and placed replays (every link one copy)."""
     inner = arch.depth - 1
     links = []
-    at = {t: ("at", p) for (t, _), p in positions.items()}  # not p alone: 1 == True and 0 == False as keys
+    placed = {t for t, _ in positions}
     for a in range(1, arch.depth):
         tt = []
         for t in w.tensor_names:
             kept = any(home_of[t] < i < inner for i in keeps[t])
-            tt.append(next(x for x in per[at.get(t, kept)].links[a - 1].tensors if x.tensor == t))
+            key = _placed_key(t, keeps, positions) if t in placed else kept
+            tt.append(next(x for x in per[key].links[a - 1].tensors if x.tensor == t))
         wd = sum(x.words_down for x in tt)
         wu = sum(x.words_up for x in tt)
         links.append(LinkFigures(arch.link_name(a), wd, wu, Fraction(arch.levels[a].link.time(wd, wu)), tuple(tt)))
@@ -443,7 +499,6 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
     n_opt = n_nests = n_sched = n_replays = n_pruned = 0
     depth = arch.depth - 1
     placed = [[pos for pos in position_choices(w, arch, keeps) if pos] for keeps in keep_list]
-    moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
     per_nest = sum(1 + len(moves) for moves in placed)  # schedules per nest: keep choices x their positions
     for tiles, parts, splits in spatial_choices(w, arch):
         per_level = [_orders(w, tiles, parts, i) for i in range(1, depth + 1)]
@@ -471,10 +526,9 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
                     keeps = every if kept else {t: frozenset({depth}) for t in names}
                     per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
                     n_replays += 1
-                for p in moved_to:  # every tensor's buffer above the mesh at position p
-                    at = {(t, i): p for t in names for i in every[t] if i < depth and p != i * len(w.dims)}
-                    per[("at", p)] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
-                    n_replays += 1
+                placed_per = _placed_replays(w, free, homes, tiles, splits, orders, keep_list, placed)
+                per.update(placed_per)
+                n_replays += len(placed_per)
                 compute_time = Fraction(per[True].compute_time)
             for keeps, occ, ok, moves in zip(keep_list, occ_of, fits, placed):
                 if not ok:
@@ -482,7 +536,7 @@ def brute_force_spatial(w: Workload, arch: Architecture, homes: Mapping[str, str
                 if use_bound and compute_time is not None and best is not None and compute_time > best[0]:
                     break
                 for positions in [{}] + moves:
-                    held = placed_occupancy(w, arch, home_of, tiles, orders, keeps, positions) if positions else occ
+                    held = placed_occupancy(w, arch, home_of, tiles, orders, keeps, positions, parts) if positions else occ
                     if not direct and not all(c is None or o <= c for c, o in zip(caps, held)):
                         continue
                     sched = make_schedule(w, arch, homes, tiles, splits, orders, keeps, positions)
@@ -518,26 +572,30 @@ def all_scored(w: Workload, arch: Architecture, homes: Mapping[str, str] | Seque
     :func:`brute_force_spatial` scores them."""
     homes = dict(homes)
     assert _composable(w, arch, homes)
-    names = w.tensor_names
-    home_of = {t: arch.index(homes.get(t, arch.levels[0].name)) for t in names}
+    home_of = {t: arch.index(homes.get(t, arch.levels[0].name)) for t in w.tensor_names}
     keep_list = bf.keep_choices(w, arch, homes)
     free = _lifted(arch)
     depth = arch.depth - 1
     caps = [lv.capacity for lv in arch.levels]
     placed = [[pos for pos in position_choices(w, arch, keeps) if pos] if positions else [] for keeps in keep_list]
-    moved_to = sorted({p for per_keep in placed for pos in per_keep for p in pos.values()})
-    every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in names}
-    for tiles, splits, orders in family(w, arch):
-        per = {}
-        for kept in (True, False):
-            keeps = every if kept else {t: frozenset({depth}) for t in names}
-            per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
-        for p in moved_to:
-            at = {(t, i): p for t in names for i in every[t] if i < depth and p != i * len(w.dims)}
-            per[("at", p)] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, every, at))
-        for keeps, moves in zip(keep_list, placed):
-            for where in [{}] + moves:
-                occ = placed_occupancy(w, arch, home_of, tiles, orders, keeps, where)
-                ok = all(c is None or o <= c for c, o in zip(caps, occ))
-                yield (make_schedule(w, arch, homes, tiles, splits, orders, keeps, where),
-                       _compose(w, arch, home_of, keeps, per, occ, where) if ok else None)
+    every = {t: frozenset(range(home_of[t] + 1, depth + 1)) for t in w.tensor_names}
+    for tiles, parts, splits in spatial_choices(w, arch):
+        for orders in itertools.product(*(_orders(w, tiles, parts, i) for i in range(1, depth + 1))):
+            yield from _scored_nest(w, arch, homes, home_of, free, caps, every, keep_list, placed,
+                                    tiles, parts, splits, orders)
+
+
+def _scored_nest(w, arch, homes, home_of, free, caps, every, keep_list, placed, tiles, parts, splits, orders):
+    """:func:`all_scored`'s schedules of one nest, scored by composing per-tensor replays."""
+    depth = arch.depth - 1
+    per = {}
+    for kept in (True, False):
+        keeps = every if kept else {t: frozenset({depth}) for t in w.tensor_names}
+        per[kept] = replay_figures(make_schedule(w, free, homes, tiles, splits, orders, keeps))
+    per.update(_placed_replays(w, free, homes, tiles, splits, orders, keep_list, placed))
+    for keeps, moves in zip(keep_list, placed):
+        for where in [{}] + moves:
+            occ = placed_occupancy(w, arch, home_of, tiles, orders, keeps, where, parts)
+            ok = all(c is None or o <= c for c, o in zip(caps, occ))
+            yield (make_schedule(w, arch, homes, tiles, splits, orders, keeps, where),
+                   _compose(w, arch, home_of, keeps, per, occ, where) if ok else None)

@@ -143,7 +143,8 @@ def home_violations(s: Schedule) -> list[str]:
 
 def position_violations(s: Schedule) -> list[str]:
     """Buffer positions (the contract's "Buffer placement"): only for kept tensors, within the nest,
-    at or inside the buffer above and at or outside the buffer below; with spatial splits only above the mesh."""
+    at or inside the buffer above and at or outside the buffer below; with spatial splits, on the right side of
+    every meshed level's spatial loops (:func:`position_range`)."""
     out = []
     nest = (len(s.levels) - 1) * len(s.workload.dims)
     for i, lm in enumerate(s.levels):
@@ -166,22 +167,34 @@ def position_violations(s: Schedule) -> list[str]:
     return out
 
 
-def _meshed_position_violations(s: Schedule) -> list[str]:
-    """With spatial splits, only buffers above the outermost meshed level may move, and only to positions
-    whose loops all belong to levels above it (docs/spatial.md, "Buffer placement above the mesh")."""
+def position_range(s: Schedule, level: int) -> tuple[int, int]:
+    """The positions a buffer at ``level`` may take when the schedule has spatial splits: ``(lo, hi)``.
+
+    Every meshed level ``m`` has its spatial loops at nest position
+    ``(m-1)*D``, before its own temporal loops. A buffer of a level with
+    instances sits inside the spatial loops that make them (those of every
+    meshed level at or above it: ``lo``), and any buffer sits outside the
+    spatial loops of the meshed levels below it (``hi``), whose instances it
+    serves whole (docs/spatial.md, "Buffer placement at and below the mesh").
+    """
     D = len(s.workload.dims)
-    first = next((i for i, lv in enumerate(s.architecture.levels) if lv.instances > 1), len(s.levels))
+    meshed = [m for m, lv in enumerate(s.architecture.levels) if lv.instances > 1]
+    lo = max(((m - 1) * D for m in meshed if m <= level), default=0)
+    hi = min(((m - 1) * D for m in meshed if m > level), default=(len(s.levels) - 1) * D)
+    return lo, hi
+
+
+def _meshed_position_violations(s: Schedule) -> list[str]:
+    """With spatial splits, a buffer sits inside the spatial loops of the meshed levels at or above its own and
+    outside those below it (:func:`position_range`)."""
     out = []
     for i, lm in enumerate(s.levels):
         for t, p in lm.positions:
-            if p == i * D:
-                continue
-            if i >= first:
-                out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer at or below the meshed level "
-                           f"{s.architecture.levels[first].name} keeps its default position {i * D}, got {p}")
-            elif p > (first - 1) * D:
-                out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer above the mesh sits outside the "
-                           f"loops of {s.architecture.levels[first].name} and below (position <= {(first - 1) * D}), got {p}")
+            lo, hi = position_range(s, i)
+            if not lo <= p <= hi:
+                out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer at {lm.level} sits inside the "
+                           f"spatial loops of the meshed levels at or above it and outside those below it "
+                           f"(expected {lo} <= position <= {hi}), got {p}")
     return out
 
 

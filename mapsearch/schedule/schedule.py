@@ -131,6 +131,27 @@ class Schedule:
         j, k = (p - 1) // D + 1, (p - 1) % D + 1
         return (j, None) if k == D else (j, frozenset(self.levels[j].order[:k]))
 
+    def buffer_pieces(self, tensor: str, level: int) -> tuple[tuple[int, bool], ...]:
+        """Per dimension, where ``tensor``'s buffer at ``level`` reads its extent: ``(pick, cut)``.
+
+        ``pick`` is the level of the innermost temporal loop over the
+        dimension outside the buffer (:meth:`buffer_anchor`: ``j`` for the
+        dimensions in ``outside``, ``j-1`` for the others): the buffer holds
+        the instance's piece of that level. ``cut`` is True when the split of
+        the dimension at level ``pick + 1`` is outside the buffer too, which
+        is when ``pick + 1 <= level``: a buffer of a level with instances sits
+        inside the spatial loops that make them (docs/spatial.md, "Buffer
+        placement at and below the mesh"), so it holds only the instance's
+        part of that piece. At the default position (``pick = level``) never.
+        """
+        j, outside = self.buffer_anchor(tensor, level)
+        out = []
+        for d in self.workload.dims:
+            pick = j if outside is None or d in outside else j - 1
+            cut = pick + 1 <= level and self.levels[pick + 1].part_extent(d) is not None
+            out.append((pick, cut))
+        return tuple(out)
+
     @property
     def placed(self) -> bool:
         """True when some buffer sits away from its default position."""

@@ -216,6 +216,8 @@ class _EventReplay:
         self.anc = {(i, j): self.layout.ancestor(i, j) for i in range(depth) for j in range(i + 1)}
         self.groups = {(t, i): self.layout.group(i, t) for t, i in self.kept}
         self.placement = {(t, i): buffer_stream(schedule, t, i) for t, i in self.kept}
+        self.pieces = {(t, i): schedule.buffer_pieces(t, i) for t, i in self.kept}
+        self.split_of = {(sp.level, sp.dim): (c, sp.part) for c, sp in enumerate(self.layout.splits)}
 
     def _build(self, kernel: Callable | None) -> None:
         """Caches bottom-up, one per instance; one link per parent instance, shared by its children."""
@@ -360,22 +362,37 @@ class _EventReplay:
         self.busiest += most
 
     def _buffer_boxes(self, tensor: str, level: int, levels: list[list[Box | None]]) -> list[Box | None]:
-        """Per instance, the box whose region ``tensor``'s buffer at ``level`` holds this step.
+        """Per instance, the box whose region ``tensor``'s buffer at ``level`` holds this step (None: idle).
 
         At the default position that is the level's tile. A buffer placed
         elsewhere (cost-model.md, "Buffer placement") holds, along each
         dimension, the piece of the innermost loop over it outside its
-        position: level ``j``'s piece for the dimensions of the first loops
-        of level ``j`` that are outside it, the level-``(j-1)`` piece for the
-        others (:func:`mapsearch.sim.placed.buffer_stream`). With spatial splits placement is legal
-        only above the outermost meshed level, with the loops outside the buffer above it too
-        (docs/spatial.md, "Buffer placement above the mesh"): those levels have one instance.
+        position (:meth:`~mapsearch.schedule.schedule.Schedule.buffer_pieces`):
+        its instance's piece at that loop's level, cut to the instance's part
+        where the split below that level is outside the buffer too (a buffer
+        of a level with instances sits inside the spatial loops that make
+        them: docs/spatial.md, "Buffer placement at and below the mesh").
         """
-        stream, outside = self.placement[(tensor, level)]
-        if outside is None:
-            return levels[stream]
-        inner, outer = levels[stream][0], levels[stream - 1][0]
-        return [tuple(inner[k] if d in outside else outer[k] for k, d in enumerate(self.w.dims))]
+        if self.placement[(tensor, level)][1] is None and self.placement[(tensor, level)][0] == level:
+            return levels[level]
+        out: list[Box | None] = []
+        for x in range(self.layout.count[level]):
+            box = []
+            for (pick, cut), (k, d) in zip(self.pieces[(tensor, level)], enumerate(self.w.dims)):
+                # A buffer below its default position reads a level below its own, with as many instances.
+                piece = levels[pick][int(self.anc[(level, pick)][x]) if pick <= level else x]
+                if piece is None:
+                    break
+                lo, size = piece[k]
+                if cut:
+                    c, part = self.split_of[(pick + 1, d)]
+                    off = int(self.layout.digits[level][x, c]) * part
+                    lo, size = lo + off, min(part, size - off)
+                    if size <= 0:
+                        break
+                box.append((lo, size))
+            out.append(tuple(box) if len(box) == len(self.w.dims) else None)
+        return out
 
     def _evict_all(self, moving: list[tuple[str, int, int]]) -> None:
         """Evictions, innermost level first, tensors in workload order, grouped per (tensor, level)."""

@@ -97,9 +97,13 @@ class _Folder:
         self.outputs = [tr for tr in self.trackers if tr.seen is not None]
         dims = schedule.workload.dims
         self.pick = {}
+        self.cut = {}
         for tr in self.trackers:
-            j, outside = schedule.buffer_anchor(tr.tensor, tr.level)
-            self.pick[id(tr)] = [j if outside is None or dims[e] in outside else j - 1 for e in range(self.nd)]
+            pieces = schedule.buffer_pieces(tr.tensor, tr.level)
+            self.pick[id(tr)] = [pick for pick, _ in pieces]
+            # Per dimension, (split column, part) when the buffer holds its instance's part of the piece.
+            self.cut[id(tr)] = [walk.split_of[(pick + 1, dims[e])] if cut else None
+                                for e, (pick, cut) in enumerate(pieces)]
 
     # -- steps ------------------------------------------------------------------------------------------
     def steps(self, a: int, parent: np.ndarray, cur: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -246,6 +250,11 @@ class _Folder:
                 s, z_ = vt.start[level][e][pid], vt.size[level][e][pid]
             cols = self.columns(tr, level, e)
             s, z_ = s[cols], z_[cols]
+            cut = self.cut[id(tr)][e]
+            if cut is not None and level == self.pick[id(tr)][e]:
+                off = self.walk.lay.digits[tr.level][:, cut[0]] * cut[1]
+                z_ = np.clip(z_ - off, 0, cut[1])
+                s = s + off
             empty |= z_ <= 0
             lo_e.append(s)
             hi_e.append(s + z_ - 1)

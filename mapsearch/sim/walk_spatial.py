@@ -17,11 +17,12 @@ built:
   store) and an entry of the new one (an input's load; an output's reload of
   partial sums when that instance entered the region before, else zeros).
 
-A buffer placed away from its default position (legal only above the
-mesh, docs/spatial.md "Buffer placement above the mesh") wants, at every
-step, the pieces of its anchor level and its parent (``_held_pieces``), as
-in :mod:`mapsearch.sim.placed`; its flushes and its children follow from its
-own region changes.
+A buffer placed away from its default position wants, at every step, the
+pieces of its anchor level and its parent, cut to its instance's part where
+the split is outside it (``_held_pieces``; docs/spatial.md "Buffer placement
+above the mesh" and "... at and below the mesh"), as in
+:mod:`mapsearch.sim.placed`; its flushes and its children follow from its own
+region changes.
 
 Then the words per link copy: the crossings at one step are grouped by
 (region, group id) where the group id tells instances apart by their parts
@@ -63,22 +64,31 @@ WALK_CELLS_PER_SECOND = 200_000
 _I64 = np.int64
 
 
-def _held_pieces(schedule: Schedule, tensor: str, level: int, starts, sizes):
+def _held_pieces(walk: "SpatialWalk", tensor: str, level: int, starts, sizes):
     """``(start, size)`` per dimension of the pieces a placed buffer holds, or None at the default position.
 
-    Legality keeps placed buffers above the outermost meshed level with
-    every loop outside them above it too (docs/spatial.md, "Buffer placement
-    above the mesh"): their anchor level ``j`` and its parent have one
-    instance, so the pieces are the lockstep's, one column, as in
-    :mod:`mapsearch.sim.placed` (level ``j``'s piece for the dimensions of
-    the loops outside the buffer, the level-``(j-1)`` piece for the others).
+    As in :mod:`mapsearch.sim.placed`, along each dimension the piece of the
+    innermost loop over it outside the buffer
+    (:meth:`~mapsearch.schedule.schedule.Schedule.buffer_pieces`), read for
+    each instance from its ancestor at that loop's level, and cut to the
+    instance's part where the split below that level is outside the buffer
+    too (docs/spatial.md, "Buffer placement at and below the mesh").
     """
-    j, outside = schedule.buffer_anchor(tensor, level)
-    if j == level and outside is None:
+    schedule, lay = walk.schedule, walk.lay
+    if schedule.position(tensor, level) == level * walk.nd:
         return None
-    dims = schedule.workload.dims
-    pick = [j if outside is None or d in outside else j - 1 for d in dims]
-    return [starts[pick[k]][k] for k in range(len(dims))], [sizes[pick[k]][k] for k in range(len(dims))]
+    out_start, out_size = [], []
+    for k, (pick, cut) in enumerate(schedule.buffer_pieces(tensor, level)):
+        anc = lay.ancestor(level, pick)
+        lo, size = starts[pick][k][:, anc], sizes[pick][k][:, anc]
+        if cut:
+            c, part = walk.split_of[(pick + 1, schedule.workload.dims[k])]
+            off = lay.digits[level][:, c][None, :] * part
+            size = np.clip(size - off, 0, part)
+            lo = np.where(size > 0, lo + off, 0)
+        out_start.append(lo)
+        out_size.append(size)
+    return out_start, out_size
 
 
 def _inner_steps(schedule: Schedule, vt: VirtualTables, chunk: int):
@@ -135,6 +145,7 @@ class SpatialWalk:
         self.vt = virtual_tables(schedule, self.lay)
         self.block = np.array([arch.compute.block_extent(d) for d in wl.dims], _I64)
         self.paths = [[self.lay.path(i, d) for d in wl.dims] for i in range(self.depth)]
+        self.split_of = {(sp.level, sp.dim): (c, sp.part) for c, sp in enumerate(self.lay.splits)}
         self.trackers = {(t, i): Tracker(schedule, self.lay, t, i)
                          for i in range(1, self.depth) for t in wl.tensor_names if schedule.keeps(t, i)}
         self.chunk = max(64, CHUNK_CELLS // max(self.lay.count))
@@ -176,9 +187,14 @@ class SpatialWalk:
                 if tr is None:
                     continue
                 keeper = self.trackers.get((t, tr.src))
-                held = _held_pieces(schedule, t, i, starts, sizes)
-                tr.feed(self.base, active, tr.regions(*held) if held else tr.regions(start, size),
-                        keeper.change if keeper is not None else None)
+                held = _held_pieces(self, t, i, starts, sizes)
+                if held is None:
+                    tr.feed(self.base, active, tr.regions(start, size), keeper.change if keeper is not None else None)
+                else:  # a placed buffer wants its region wherever it has one, active at this level or not
+                    mine = np.ones(held[1][0].shape, bool)
+                    for z in held[1]:
+                        mine &= z > 0
+                    tr.feed(self.base, mine, tr.regions(*held), keeper.change if keeper is not None else None)
             if i == inner:
                 calls = np.ones(size[0].shape, _I64)
                 for k in range(nd):

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from mapsearch.errors import ScheduleError
 from mapsearch.schedule.figures import differences
-from mapsearch.schedule.legality import check, violations
+from mapsearch.schedule.legality import check, position_range, violations
 from mapsearch.schedule.schedule import Schedule, SpatialSplit
 from mapsearch.sim.errors import CapacityError
 from mapsearch.sim.placed import count_placed
@@ -47,6 +47,24 @@ def place_above_mesh(s: Schedule, rng: random.Random) -> Schedule:
             p = rng.randint(lowest, (first - 1) * D)
             lowest = p
             if p != i * D:
+                levels[i] = replace(levels[i], positions=tuple(sorted(levels[i].positions + ((t, p),))))
+    return replace(s, levels=tuple(levels))
+
+
+def place_anywhere(s: Schedule, rng: random.Random) -> Schedule:
+    """``s`` with random legal positions for every buffer (outermost level first, nested): above the mesh as
+    :func:`place_above_mesh`, and at and below meshed levels inside their spatial loops and outside those
+    below them (docs/spatial.md, "Buffer placement at and below the mesh")."""
+    levels = list(s.levels)
+    for t in s.workload.tensor_names:
+        lowest = 0
+        for i in range(1, len(s.levels)):
+            if not s.keeps(t, i):
+                continue
+            lo, hi = position_range(s, i)
+            p = rng.randint(max(lo, lowest), hi)
+            lowest = p
+            if p != i * len(s.workload.dims):
                 levels[i] = replace(levels[i], positions=tuple(sorted(levels[i].positions + ((t, p),))))
     return replace(s, levels=tuple(levels))
 
@@ -93,6 +111,25 @@ def test_every_mode_agrees_on_buffers_placed_above_the_mesh(seed: int) -> None:
         return
     count = got["count"].figures
     assert differences(count_spatial(s, one_by_one=True), count) == []
+    for mode in ("events", "data", "events-data"):
+        assert differences(got[mode].figures, count) == [], mode
+    assert got["data"].data_ok and got["events-data"].data_ok
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_every_mode_agrees_on_buffers_placed_at_and_below_the_mesh(seed: int) -> None:
+    rng = random.Random(7000 + seed)
+    s = place_anywhere(random_meshed(rng), rng)
+    assert violations(s) == []
+    got = _replays(s)
+    if isinstance(got, str):
+        for mode in ("events", "count"):
+            with pytest.raises(CapacityError):
+                replay(s, mode=mode)
+        return
+    count = got["count"].figures
+    assert differences(count_spatial(s, one_by_one=True), count) == []
+    assert differences(count_spatial(s, fold=False), count) == []
     for mode in ("events", "data", "events-data"):
         assert differences(got[mode].figures, count) == [], mode
     assert got["data"].data_ok and got["events-data"].data_ok
@@ -157,10 +194,33 @@ def test_a_hand_counted_placed_buffer_above_two_instances(mode: str) -> None:
         assert (f.op_calls, f.busiest_calls, f.time) == (8, 4, 16)
 
 
-def test_positions_at_or_below_the_mesh_are_refused_with_splits() -> None:
-    # Z's L0 buffer is at a meshed level; B's L1 buffer inside L0's loops reads pieces that the split cuts.
+def test_positions_outside_the_spatial_loops_of_their_level_are_refused_with_splits() -> None:
+    # L0 (level 2) is meshed: its spatial loops sit at position 3, before its own loops. Z's L0 buffer at 2
+    # would hold the whole L1 tile on each instance; B's L1 buffer at 4 would sit inside the split it serves.
     for bad, words in ((replace(_hand_case(), levels=_hand_case().levels[:2] + (
-            replace(_hand_case().levels[2], positions=(("Z", 3),)),)), "keeps its default position"),
-                       (_hand_case((("B", 4),)), "position <= 3")):
+            replace(_hand_case().levels[2], positions=(("Z", 2),)),)), "expected 3 <= position <= 6"),
+                       (_hand_case((("B", 4),)), "expected 0 <= position <= 3")):
         with pytest.raises(ScheduleError, match=words):
             check(bad)
+
+
+@pytest.mark.parametrize("mode", ["events", "count", "data", "events-data"])
+def test_a_hand_counted_buffer_placed_at_a_meshed_level(mode: str) -> None:
+    # Z[m,n] += A[m,k] * B[k,n], 2x2x2. L1 holds everything; two L0 instances split m in parts of 1, L0 tiles
+    # of 1, order (n, k, m): 4 steps per instance, A[q, k] changing at each (8 words down L1 -> L0). A's L0
+    # buffer at position 3, inside the split and outside L0's loops, holds the instance's part of the L1 tile,
+    # A[q, 0:2]: 2 words loaded once per instance (4 in all), 2 words of L0. B is multicast (4 words),
+    # each instance stores its Z[q, n] twice (4 words up).
+    wl = matmul(2, 2, 2)
+    a = arch(level("DRAM", None), level("L1", 100), level("L0", 10, [MeshAxis("x", 2)]))
+    base = schedule(wl, a, [({"m": 2, "n": 2, "k": 2}, "mnk", "ABZ"),
+                            ({"m": 1, "n": 1, "k": 1}, "nkm", "ABZ", [("m", 1, "x")])])
+    for positions, a_low, a_room in (((), 8, 1), ((("A", 3),), 4, 2)):
+        s = replace(base, levels=base.levels[:2] + (replace(base.levels[2], positions=positions),))
+        check(s)
+        f = replay(s, mode=mode).figures
+        low = {t.tensor: (t.words_down, t.words_up) for t in f.link("L1->L0").tensors}
+        assert low == {"A": (a_low, 0), "B": (4, 0), "Z": (0, 4)}, positions
+        assert dict(f.occupancy)["L0"] == a_room + 2
+        if mode == "data" or mode == "events-data":
+            assert replay(s, mode=mode).data_ok

@@ -55,6 +55,7 @@ class ForeignWorkload:
     bits: Mapping[str, int] = field(default_factory=dict)  # tensor -> bits per value, where the file says
     renames: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)  # einsum -> name -> tensors
     notes: tuple[str, ...] = ()
+    instance: Mapping[str, Any] | None = None  # a Timeloop problem's instance as written: spec.problem.instance
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ def detect_format(data: Any) -> str | None:
     arch = data.get("architecture")
     timeloop_arch = isinstance(arch, dict) and ("nodes" in arch or "subtree" in arch) and "levels" not in arch
     if isinstance(data.get("problem"), dict) or "architecture_constraints" in data or timeloop_arch \
+            or "mapspace_constraints" in data or _timeloopfe_variables(data) \
             or (isinstance(data.get("constraints"), dict) and "targets" in data["constraints"]):
         return "timeloop"
     if isinstance(data.get("workload"), dict) and "einsums" in data["workload"]:
@@ -110,6 +112,15 @@ def detect_format(data: Any) -> str | None:
         if tags - native or "<accelforge>" in tags or "extra_attributes_for_all_component_models" in arch:
             return "accelforge" if "<native>" not in tags else None
     return None
+
+
+_TIMELOOP_SIDE_KEYS = {"variables", "constraints", "mapspace_constraints", "architecture_constraints", "globals"}
+
+
+def _timeloopfe_variables(data: Mapping[str, Any]) -> bool:
+    """A timeloopfe variables file (``variables: {version: 0.4, NAME: value}``), alone or beside constraints."""
+    v = data.get("variables")
+    return isinstance(v, dict) and "version" in v and set(data) <= _TIMELOOP_SIDE_KEYS
 
 
 def _format_of(path: str | Path, data: Any, format: str | None) -> str:
@@ -150,12 +161,12 @@ def load_foreign_workload(path: str | Path, variables: Mapping[str, Any] | None 
     if fmt == "timeloop":
         from mapsearch.spec.foreign.timeloop import timeloop_problem
 
-        workload, bits = timeloop_problem(data, source, name)
-        return ForeignWorkload(workload, fmt, source, {}, bits)
+        workload, bits, notes = timeloop_problem(data, source, name)
+        return ForeignWorkload(workload, fmt, source, {}, bits, notes=notes, instance=data["problem"]["instance"])
     from mapsearch.spec.foreign.zigzag import zigzag_workload
 
-    workload, bits = zigzag_workload(data, source, name)
-    return ForeignWorkload(workload, fmt, source, {}, bits)
+    workload, bits, notes = zigzag_workload(data, source, name)
+    return ForeignWorkload(workload, fmt, source, {}, bits, notes=notes)
 
 
 def einsum_views(fw: ForeignWorkload | Workload | WorkloadGraph, default_bits: int = 8):
@@ -202,12 +213,18 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
                       constraints: str | Path | None = None) -> ForeignArch:
     """Translate an architecture file for ``workload`` (a chain: for every einsum; they must agree).
 
-    ``constraints``: a Timeloop constraints file (``constraints: {targets: [...]}``) for a Timeloop architecture.
+    ``constraints``: a Timeloop constraints file (``constraints:``, ``mapspace_constraints:`` or
+    ``architecture_constraints: {targets: [...]}``) or a timeloopfe variables file (``variables:``) for a Timeloop
+    architecture. ``variables``: the Jinja variables (``--var``); for a Timeloop architecture they also set
+    timeloopfe's ``variables`` of the same name.
     """
     source, name = str(path), Path(path).stem
     fmt_probe = format or is_foreign_file(path, variables)
     data = _read(path, variables, duplicate_keys="last" if fmt_probe == "zigzag" else "error")
     fmt = _format_of(path, data, format)
+    if constraints is not None and fmt != "timeloop":
+        raise ForeignSpecError(str(constraints), "", "", None, detail=f"a Timeloop constraints or variables file goes "
+                               f"with a Timeloop architecture; {source} is {fmt}'s")
     if fmt == "accelforge":
         from mapsearch.spec.foreign.accelforge_arch import accelforge_tree
 
@@ -220,7 +237,9 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
         from mapsearch.spec.foreign.timeloop import timeloop_arch
 
         more = _read(constraints, variables) if constraints is not None else None
-        tree, found, notes = timeloop_arch(data, source, name, workload, more)
+        tree, found, notes = timeloop_arch(data, source, name, workload, more,
+                                           constraints_source=str(constraints) if constraints is not None else None,
+                                           variables=variables)
         return ForeignArch(tree, fmt, source, found, notes)
     from mapsearch.spec.foreign.zigzag import zigzag_tree
 

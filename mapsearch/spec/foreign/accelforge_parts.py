@@ -129,7 +129,13 @@ class PortMixin:
     def bits_per_action(self, body: Mapping[str, Any], action: str, field: str) -> Any:
         a = self.actions(body, field).get(action, {})
         bpa = a.get("bits_per_action", body.get("bits_per_action"))
-        return 1 if bpa is None else self.number(bpa, f"{field}.bits_per_action")
+        if bpa is None:
+            return 1
+        where = f"{a['_field']}.bits_per_action" if "bits_per_action" in a and "_field" in a else f"{field}.bits_per_action"
+        bits = self.number(bpa, where)
+        if bits == 0 or bits == math.inf:
+            raise bad(self.source, where, "bits per action > 0 (an action moves bits)", bpa)
+        return bits
 
     def port(self, body: Mapping[str, Any], field: str, bpv: int, name: str) -> Port:
         s = self.seconds(body, field, ("read", "write"))
@@ -200,6 +206,11 @@ class PortMixin:
         widths = {own.get(t, self.view.bits.get(t)) for t in held}
         if None in widths:
             raise bad(self.source, f"{field}.bits_per_value", "bits per value for every tensor", sorted(held))
+        if 0 in widths:
+            zero = sorted(t for t in held if own.get(t, self.view.bits.get(t)) == 0)
+            where = f"{field}.bits_per_value" if any(t in own for t in zero) else "workload bits_per_value"
+            raise bad(self.source, where, f"bits per value >= 1 for {', '.join(zero)} (a word of 0 bits holds "
+                      f"nothing)", 0)
         if len(widths) > 1:
             raise untranslatable(self.source, f"{field}.size", f"it may hold tensors of {sorted(widths)} bits; mapsearch "
                                  f"counts a capacity in words of one width")

@@ -327,12 +327,21 @@ def _bits(raw: Any, parsed: list, table: Mapping[str, Any], source: str) -> dict
     bits: dict[str, int] = {}
     for key, value in raw.items():
         for t in _eval_set(key, table, source, f"workload.bits_per_value[{key!r}]"):
-            bits[t] = int(value)
-    for _, accesses, _, _, _, _ in parsed:
+            bits[t] = _bits_value(value, source, f"workload.bits_per_value[{key!r}]")
+    for i, (_, accesses, _, _, _, _) in enumerate(parsed):
         for tname, _, _, b in accesses:
             if b is not None:
-                bits[tname] = int(b)
+                bits[tname] = _bits_value(b, source, f"workload.einsums[{i}].tensor_accesses.{tname}.bits_per_value")
     return bits
+
+
+def _bits_value(value: Any, source: str, field: str) -> int:
+    """Bits per value: a whole number >= 1 (a word of 0 bits holds nothing; mapsearch counts capacities in words)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise bad(source, field, "bits: int >= 1", value)
+    return value
 
 
 def _renames(raw: Any, parsed: list, einsums: list[Einsum], universe: frozenset[str], source: str) -> dict:

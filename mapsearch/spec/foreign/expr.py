@@ -8,8 +8,9 @@ with :func:`ast.parse` and evaluates only these nodes: constants, names from
 the given namespace, arithmetic, comparisons, ``and``/``or``/``not``,
 conditional expressions, set operators (``| & - ^ ~``), tuples and lists,
 one-generator comprehensions, calls of the functions in :data:`FUNCTIONS`,
-and attributes that an object lists in its ``EXPR_ATTRIBUTES``. Anything
-else (imports, lambdas, dunder attributes, unknown functions) is an
+attributes that an object lists in its ``EXPR_ATTRIBUTES``, and indexing a
+mapping, list or tuple by a key (``spec.problem.instance['C']``; no slices).
+Anything else (imports, lambdas, dunder attributes, unknown functions) is an
 :class:`ExprError` naming the construct.
 
 Numbers stay exact: a decimal constant such as ``614e9`` is the
@@ -161,6 +162,16 @@ class _Walker:
         if node.attr.startswith("_") or node.attr not in allowed:
             raise ExprError(f"attribute {node.attr!r} of {type(obj).__name__} is not available")
         return getattr(obj, node.attr)
+
+    def do_Subscript(self, node: ast.Subscript) -> Any:
+        obj = self.eval(node.value)
+        key = self.eval(node.slice)
+        if not isinstance(obj, (dict, list, tuple)) or isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise ExprError(f"indexing a {type(obj).__name__} by {key!r} is not allowed")
+        try:
+            return obj[key]
+        except (KeyError, IndexError):
+            raise ExprError(f"no {key!r} in {type(obj).__name__} of {len(obj)} entries") from None
 
     def do_Call(self, node: ast.Call) -> Any:
         if not isinstance(node.func, ast.Name) or node.keywords:

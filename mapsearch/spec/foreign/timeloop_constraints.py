@@ -20,13 +20,13 @@ from mapsearch.spec.workload import Workload
 __all__ = ["node_targets", "apply_targets"]
 
 
-def node_targets(flat: list) -> list[tuple[dict, str]]:
-    """The ``constraints:`` written on the architecture's nodes, as ``(target dict, field)``."""
+def node_targets(flat: list, source: str) -> list[tuple[dict, str, str]]:
+    """The ``constraints:`` written on the architecture's nodes, as ``(target dict, field, source)``."""
     out = []
     for kind, body, field, _ in flat:
         for ctype, c in (body.get("constraints") or {}).items():
             if isinstance(c, dict):
-                out.append(({**c, "type": ctype, "target": body["name"]}, f"{field}.constraints.{ctype}"))
+                out.append(({**c, "type": ctype, "target": body["name"]}, f"{field}.constraints.{ctype}", source))
     return out
 
 
@@ -111,11 +111,12 @@ def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, fie
     return out
 
 
-def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workload, source: str,
+def apply_targets(targets: list[tuple[dict, str, str]], storages: list[str], w: Workload,
                   notes: list[str], containers: Mapping[str, tuple[str, ...]] | None = None
                   ) -> tuple[dict[str, tuple], Any, dict[tuple[str, str], list[SplitBound]]]:
     """``({storage: (keep set, bypass set)}, Constraints or None, {(container, axis): split bounds})``; what is
-    left out goes to ``notes``. ``containers``: per ``!Container`` name, its mesh axes with a fanout above 1."""
+    left out goes to ``notes``. ``targets``: ``(target dict, field, the file that says it)``; ``containers``: per
+    ``!Container`` name, its mesh axes with a fanout above 1."""
     from mapsearch.spec.constraints import Constraints, TileLimit
 
     tensors = set(w.tensor_names)
@@ -128,7 +129,7 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
     storages = storages[:-1]
     containers = containers or {}
     bounds: dict[tuple[str, str], list[SplitBound]] = {}
-    for t, field in targets:
+    for t, field, source in targets:
         if not isinstance(t, dict):
             raise bad(source, field, "a mapping with target and type", t)
         target, kind = t.get("target"), t.get("type")
@@ -170,6 +171,9 @@ def apply_targets(targets: list[tuple[dict, str]], storages: list[str], w: Workl
             if dropped:
                 notes.append(f"{source}: {field}.factors: {' '.join(dropped)} bound loops of {target} above the "
                              f"innermost storage; mapsearch fixes tile extents, not factors: left out")
+            for key in sorted(set(t) - {"target", "type", "factors", "permutation"}, key=str):
+                if t[key] not in (None, [], {}, ""):  # factors_only, no_reuse, ...: restrictions of the mapper's
+                    notes.append(f"{source}: {field}.{key}: a restriction of Timeloop's mapper: left out")
         else:
             raise bad(source, f"{field}.type", "temporal, spatial, dataspace or bypass", kind)
     constraints = Constraints("timeloop constraints", tuple(tiles), tuple(orders)) if tiles or orders else None

@@ -56,8 +56,15 @@ _RELATION = re.compile(r"^(\w+)\s*=\s*(?:(\d+)\s*\*\s*)?(\w+)\s*\+\s*(?:(\d+)\s*
 _ACCESS = re.compile(r"(\w+)((?:\[\w*\])+)")
 
 
-def zigzag_workload(data: Any, source: str, name: str) -> tuple[Workload | WorkloadGraph, dict[str, int]]:
-    """One layer: a Workload. Several: each must be solved alone (ZigZag maps layers one at a time)."""
+def zigzag_workload(data: Any, source: str, name: str) -> tuple[Workload, dict[str, int], tuple[str, ...]]:
+    """``(workload, bits per tensor, notes)`` of a one-layer file (ZigZag maps layers one at a time).
+
+    An input operand of 0 bits (ZigZag's ``Pooling``: ``W: 0``, a placeholder)
+    holds no data: ZigZag stores and moves none of it (its capacity and
+    transfer counts skip a 0-bit operand), so the layer is read without it, as
+    ``O += I`` over the same loops (the same ops), with a note. An output of
+    0 bits, or every input at 0 bits, is refused.
+    """
     if not isinstance(data, list) or not data:
         raise bad(source, "", "a list of ZigZag layers", data)
     if len(data) > 1:
@@ -65,8 +72,42 @@ def zigzag_workload(data: Any, source: str, name: str) -> tuple[Workload | Workl
                              f"mapsearch's characterize: give one layer per file to solve")
     w = _layer(data[0], source, "[0]", name)
     given = data[0].get("operand_precision") or {}
-    bits = {t: int(given[t]) for t in w.tensor_names if isinstance(given.get(t), int)}  # O: the partial sums' width
-    return w, bits
+    if not isinstance(given, dict):
+        raise bad(source, "[0].operand_precision", "a mapping from operand to bits", given)
+    bits = {}
+    for t in w.tensor_names:  # O: the partial sums' width
+        b = given.get(t)
+        if b is None:
+            continue
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            raise bad(source, f"[0].operand_precision.{t}", "bits: int >= 0", b)
+        bits[t] = b
+    return _without_empty_operands(w, bits, source)
+
+
+def _without_empty_operands(w: Workload, bits: dict[str, int], source: str
+                            ) -> tuple[Workload, dict[str, int], tuple[str, ...]]:
+    """The layer without its 0-bit inputs (see :func:`zigzag_workload`)."""
+    e = w.einsum
+    empty = [t.name for t in e.inputs if bits.get(t.name) == 0]
+    if not empty and bits.get(e.output.name) != 0:
+        return w, bits, ()
+    field = f"[0].operand_precision.{empty[0] if empty else e.output.name}"
+    if bits.get(e.output.name) == 0:
+        raise untranslatable(source, field, f"the output {e.output.name} has 0 bits: the layer produces nothing")
+    kept = tuple(t for t in e.inputs if t.name not in empty)
+    if not kept:
+        raise untranslatable(source, field, "every input has 0 bits: the layer reads nothing")
+    reduced = Einsum(e.output, kept)
+    lost = [d for d in e.dims if d not in reduced.dims]
+    if lost:
+        raise untranslatable(source, field, f"{', '.join(empty)} of 0 bits is the only operand indexed by "
+                             f"{', '.join(lost)}; without it the layer would do fewer ops")
+    extents = dict(w.extents)
+    reduced_w = Workload(w.name, reduced, tuple((d, extents[d]) for d in reduced.dims))
+    note = (f"{source}: {field}: {', '.join(empty)} of 0 bits holds no data (ZigZag stores and moves none of it): "
+            f"read as {reduced.text()}, the same ops")
+    return reduced_w, {t: b for t, b in bits.items() if t not in empty}, (note,)
 
 
 def _layer(layer: Any, source: str, field: str, name: str) -> Workload:
@@ -180,7 +221,12 @@ def zigzag_tree(data: Mapping[str, Any], source: str, name: str, workload: Any) 
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise bad(source, f"{f}.size", "bits: int >= 1", size)
         port, energy = _port(m, f, source, ops, links, precision, notes)
-        capacity = max(1, size // bits)
+        if bits < 1:
+            raise untranslatable(source, f"{f}.operands", f"{mname} holds only operands of {bits} bits")
+        if size < bits:
+            raise untranslatable(source, f"{f}.size", f"{mname} holds {size} bits, less than one {bits}-bit word, "
+                                 f"but must keep {', '.join(sorted(held))}")
+        capacity = size // bits
         link = None if parent is None else join_ports(parent, port)
         rule = SetRule(as_set_text(held, tensors), parse_set_expr(as_set_text(held, tensors)), where)
         other = frozenset(tensors) - held

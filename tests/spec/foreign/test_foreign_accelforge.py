@@ -247,3 +247,29 @@ def test_loop_bounds_survive_the_export_to_accelforge(tmp_path):
     (path,) = flatten(load_foreign_arch(arch, MATMUL).tree)
     bounds = [r for lv in path.architecture.levels for a in lv.mesh for r in a.split_bounds]
     assert [(r.dims, r.operator, r.value) for r in bounds] == [(("n", "k"), "==", 1)]
+
+
+@pytest.mark.parametrize("old, new, field", [
+    # A word of 0 bits: ``size // 0`` and ``bits / bits_per_action`` crashed with ZeroDivisionError.
+    ("    size: 1024*64*8 # 64 kB\n", "    size: 1024*64*8\n    bits_per_value: {All: 0}\n",
+     "arch.nodes[1].bits_per_value: expected bits per value >= 1 for A, B, Z (a word of 0 bits holds nothing), got 0"),
+    ("    - {name: read, energy: 0.249e-12, throughput: 512e9 * 8}\n",
+     "    - {name: read, energy: 0.249e-12, throughput: 512e9 * 8, bits_per_action: 0}\n",
+     "arch.nodes[1].actions[0].bits_per_action: expected bits per action > 0 (an action moves bits), got 0"),
+])
+def test_zero_bits_are_one_line(tmp_path, old, new, field):
+    text = (ARCHES / "nvdla.yaml").read_text()
+    assert old in text
+    path = tmp_path / "a.yaml"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(SpecError) as e:
+        load_foreign_arch(path, MATMUL)
+    assert str(e.value) == f"{path}: {field}"
+
+
+def test_a_workload_of_0_bit_values_is_one_line(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text((WORKLOADS / "matmuls.yaml").read_text().replace("bits_per_value: {All: 8}", "bits_per_value: {All: 0}"))
+    with pytest.raises(SpecError) as e:
+        load_foreign_workload(path, {"N_EINSUMS": 1})
+    assert str(e.value) == f"{path}: workload.bits_per_value['All']: expected bits: int >= 1, got 0"

@@ -49,7 +49,20 @@ def test_comprehensions_over_objects():
     ("A.names", "attribute 'names'"),
     ("[x for x in [1] for y in [2]]", "one 'for'"),
     ("1 +", "not a Python expression"),
+    ("d[0:1]", "Slice is not allowed"),
+    ("d['Z']", "no 'Z' in dict of 2 entries"),
+    ("A['x']", "indexing a TensorSet"),
 ])
 def test_anything_else_is_refused(text, why):
     with pytest.raises(ExprError, match=why.replace("(", r"\(").replace(")", r"\)")):
-        evaluate_expr(text, NAMES)
+        evaluate_expr(text, {**NAMES, "d": {"C": 3, "M": 4}})
+
+
+def test_timeloopfe_expressions():
+    """What timeloopfe's attribute values use: indexing the instance, len, max, ceil/log2 over names."""
+    names = {"instance": {"C": 3, "M": 4, "densities": {}}, "datawidth": 8, "DATAWIDTH": 16}
+    assert evaluate_expr("len(instance)", names) == 3
+    assert evaluate_expr("instance['C'] * instance['M']", names) == 12
+    assert evaluate_expr("max(datawidth, DATAWIDTH) * 3", names) == 48
+    assert evaluate_expr("ceil(log2(1000)) + int(7 / 2) + floor(2.5)", names) == 10 + 3 + 2
+    assert evaluate_expr("datawidth * 3 if DATAWIDTH > 8 else 0", names) == 24

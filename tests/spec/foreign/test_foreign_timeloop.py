@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 
+from mapsearch import api
 from mapsearch.errors import SpecError
 from mapsearch.spec.foreign import detect_format, load_foreign_arch, load_foreign_workload
 from mapsearch.spec.foreign.common import Untranslatable, parse_tagged_yaml
@@ -198,3 +199,71 @@ def test_the_weight_stationary_design_solves_and_replays():
     clocks), and the schedule replays to its prediction (solve_peer checks it)."""
     _, result, _ = solve_peer(PROBLEM, T / "simple_weight_stationary.arch.yaml")
     assert result.phases[0].value == 24 and result.phases[0].status == "OPTIMAL"
+
+
+TUTORIAL_05 = T / "tutorial_2020_05"
+
+
+def test_a_mapspace_constraints_file_is_read_and_its_notes_name_it():
+    """The 2020 tutorial's exercise 05 gives its constraints as ``mapspace_constraints:`` (with ``-c``): they were
+    refused as mapsearch's own constraints. RegisterFile's factors R=3 P=1 K=2 fix its tile; the factors above it
+    are left out with notes naming the constraints file. 32 x 16 outputs of a 3-tap filter: 1,536 MACs on one MAC."""
+    c = TUTORIAL_05 / "conv1d+oc-3level-1mapping.constraints.yaml"
+    assert detect_format(parse_tagged_yaml(c.read_text(), str(c))) == "timeloop"
+    problem = api.load_problem(TUTORIAL_05 / "conv1d+oc.prob.yaml", TUTORIAL_05 / "3level.arch.yaml", c)
+    assert {(t.level, t.dim): (t.lo, t.hi) for t in problem.constraints.tiles} == {
+        ("RegisterFile", "R"): (3, 3), ("RegisterFile", "P"): (1, 1), ("RegisterFile", "K"): (2, 2)}
+    assert ("GlobalBuffer", ("K", "R", "P")) in problem.constraints.orders  # MainMemory's PRK, inner to outer
+    notes = [n for n in problem.notes if "factors" in n]
+    assert notes == [f"{c}: mapspace_constraints.targets[0].factors: R=1 P=1 K=1 bound loops of MainMemory above the "
+                     f"innermost storage; mapsearch fixes tile extents, not factors: left out",
+                     f"{c}: mapspace_constraints.targets[1].factors: R=1 P=16 K=16 bound loops of GlobalBuffer above "
+                     f"the innermost storage; mapsearch fixes tile extents, not factors: left out"]
+    levels = {lv.name: lv.capacity for lv in flatten(problem.architecture)[0].architecture.levels}
+    assert levels == {"MainMemory": None, "GlobalBuffer": 32768 * 64 // 8, "RegisterFile": 64, "MACC_operands": 3}
+    result = api.solve(problem.workload, problem.architecture, problem.constraints, time_limit=30)
+    assert result.time == 1536
+    rf = next(lv for lv in result.schedule.levels if lv.level == "RegisterFile")
+    assert (dict(rf.tile)["R"], dict(rf.tile)["P"], dict(rf.tile)["K"]) == (3, 1, 2)
+
+
+def test_a_constraints_file_for_another_format_is_refused(tmp_path):
+    c = TUTORIAL_05 / "conv1d+oc-3level-1mapping.constraints.yaml"
+    with pytest.raises(SpecError) as e:
+        load_foreign_arch(PEERS / "accelforge" / "arches" / "simple.yaml", load_foreign_workload(PROBLEM), constraints=c)
+    assert str(e.value) == (f"{c}: a Timeloop constraints or variables file goes with a Timeloop architecture; "
+                            f"{PEERS / 'accelforge' / 'arches' / 'simple.yaml'} is accelforge's")
+
+
+def test_sparse_optimizations_are_refused():
+    """Sparseloop's spMspM exercise: compressed formats (UOP, CP) and skipping at Buffer change what moves."""
+    arch = T / "sparse" / "spMspM.arch.yaml"
+    with pytest.raises(Untranslatable) as e:
+        load_foreign_arch(arch, load_foreign_workload(PROBLEM))
+    assert str(e.value).startswith(f"{arch}: architecture.nodes[1].sparse_optimizations: cannot be translated exactly: "
+                                   "Sparseloop's sparse optimizations (representation_format, action_optimization, "
+                                   "compute_optimization) change the words moved and stored and the ops done")
+
+
+def test_a_top_level_sparse_optimizations_block_is_refused(tmp_path):
+    path = tmp_path / "a.yaml"
+    path.write_text(ARCH.read_text() + "sparse_optimizations:\n  targets:\n  - name: psum_spad\n"
+                    "    action_optimization: [{type: gating, options: [{target: Weights, condition_on: [Inputs]}]}]\n")
+    with pytest.raises(Untranslatable, match=r"a.yaml: sparse_optimizations: cannot be translated exactly"):
+        load_foreign_arch(path, load_foreign_workload(PROBLEM))
+
+
+def test_metadata_storage_without_sparse_optimizations_is_noted(tmp_path):
+    """sparse_tensor_core_like gives SMEM and LRF metadata storage but no representation format: Timeloop stores no
+    metadata, so the data storage is read as it is (SMEM: 8192 rows of 256 / 8 words), with a note."""
+    prob = tmp_path / "mm.yaml"
+    prob.write_text("problem:\n  shape:\n    name: gemm_ABZ\n    dimensions: [M, N, K]\n    data_spaces:\n"
+                    "    - {name: A, projection: [[[M]], [[K]]]}\n    - {name: B, projection: [[[N]], [[K]]]}\n"
+                    "    - {name: Z, projection: [[[M]], [[N]]], read_write: true}\n  instance: {M: 64, N: 1, K: 16}\n")
+    fa = load_foreign_arch(T / "sparse" / "sparse_tensor_core_like.arch.yaml", load_foreign_workload(prob))
+    (path,) = flatten(fa.tree)
+    assert {lv.name: lv.capacity for lv in path.architecture.levels}["SMEM"] == 8192 * 256 // 8
+    source = T / "sparse" / "sparse_tensor_core_like.arch.yaml"
+    assert f"{source}: architecture.nodes[2].attributes: metadata_storage_depth, metadata_storage_width: metadata " \
+           f"storage for a compressed format; with no sparse_optimizations Timeloop stores no metadata: left out" \
+           in fa.notes

@@ -105,3 +105,40 @@ def test_hardware_with_two_replicated_levels_solves_and_replays(name, instances,
 def test_bad_layers_are_one_line(tmp_path, layer, message):
     path, error = workload_error(tmp_path, layer, "layer.yaml", format="zigzag")
     assert error.startswith(f"{path}: {message}")
+
+
+def test_a_pooling_layer_reads_without_its_0_bit_operand():
+    """ZigZag's Pooling declares ``W: 0`` (a placeholder): ZigZag stores and moves none of it. It crashed
+    (ZeroDivisionError on a memory holding only W); it reads as ``O += I`` over the same 4 x 2 x 2 x 3 x 3 = 144
+    ops, and tpu_like's W-only rf_128B is left out."""
+    layer = Z / "layers" / "pooling_small.yaml"
+    fw = load_foreign_workload(layer)
+    assert fw.workload.einsum.text() == "O[b,g,oy,ox] += I[b,g,oy*2+fy,ox*2+fx]"
+    assert dict(fw.workload.extents) == {"b": 1, "g": 4, "oy": 2, "ox": 2, "fy": 3, "fx": 3} and fw.bits == {"I": 8, "O": 16}
+    assert fw.notes == (f"{layer}: [0].operand_precision.W: W of 0 bits holds no data (ZigZag stores and moves none of "
+                        f"it): read as O[b,g,oy,ox] += I[b,g,oy*2+fy,ox*2+fx], the same ops",)
+    fa = load_foreign_arch(Z / "tpu_like.yaml", fw)
+    (path,) = flatten(fa.tree)
+    assert [(lv.name, lv.capacity) for lv in path.architecture.levels] == [
+        ("dram", 10 ** 10 // 16), ("sram_2MB", 2 ** 24 // 16), ("rf_2B", 1), ("mac_operands", 2)]  # 16-bit O words
+    assert f"{Z / 'tpu_like.yaml'}: memories.rf_128B: serves no operand of this layer; left out" in fa.notes
+
+
+@pytest.mark.parametrize("precision, message", [
+    ("{I: 8, W: 8, O: 0}", "[0].operand_precision.O: cannot be translated exactly: the output O has 0 bits"),
+    ("{I: 0, W: 0, O: 16}", "[0].operand_precision.W: cannot be translated exactly: every input has 0 bits"),
+    ("{I: 8, W: -1, O: 16}", "[0].operand_precision.W: expected bits: int >= 0, got -1"),
+])
+def test_bad_precisions_are_one_line(tmp_path, precision, message):
+    text = (Z / "layers" / "conv_small.yaml").read_text().replace("{W: 8, I: 8, O: 16, O_final: 8}", precision)
+    path, error = workload_error(tmp_path, text, format="zigzag")
+    assert error.startswith(f"{path}: {message}")
+
+
+def test_a_memory_smaller_than_one_word_is_refused(tmp_path):
+    hw = tmp_path / "hw.yaml"
+    hw.write_text((Z / "tpu_like.yaml").read_text().replace("size: 16\n", "size: 8\n", 1))
+    with pytest.raises(Untranslatable) as e:
+        load_foreign_arch(hw, load_foreign_workload(GEMM))
+    assert str(e.value) == (f"{hw}: memories.rf_2B.size: cannot be translated exactly: rf_2B holds 8 bits, less than "
+                            f"one 16-bit word, but must keep O")

@@ -134,7 +134,7 @@ def parse_tagged_yaml(text: str, source: str, *, duplicate_keys: str = "error") 
 _MERGE = "<<<"
 
 
-def merge_keys(data: Any, source: str, field: str = "") -> Any:
+def merge_keys(data: Any, source: str, field: str = "", _done: dict | None = None) -> Any:
     """``data`` with every ``<<<:`` key merged into its mapping, as accelergy's and AccelForge's loaders do.
 
     ``<<<`` is timeloopfe's recursive merge: the mapping's own keys win; a key
@@ -144,17 +144,26 @@ def merge_keys(data: Any, source: str, field: str = "") -> Any:
     first to last (the first one's keys win). YAML's own ``<<`` (shallow: the
     own keys win, nothing below is merged) is PyYAML's already. Nothing is
     changed in place: anchors shared by several aliases stay as written.
+
+    A node shared by several aliases is merged once and its result shared
+    (``_done``, by identity): the walk is linear in the file's nodes, not in
+    the tree its aliases spell out (a "billion laughs" file hung it).
     """
+    done = {} if _done is None else _done
+    if id(data) in done:
+        return done[id(data)][1]
     if isinstance(data, Tagged):
-        return Tagged(data.tag, merge_keys(data.value, source, field), data.line)
-    if isinstance(data, list):
-        return [merge_keys(v, source, f"{field}[{i}]") for i, v in enumerate(data)]
-    if not isinstance(data, dict):
+        out: Any = Tagged(data.tag, merge_keys(data.value, source, field, done), data.line)
+    elif isinstance(data, list):
+        out = [merge_keys(v, source, f"{field}[{i}]", done) for i, v in enumerate(data)]
+    elif isinstance(data, dict):
+        out = {k: merge_keys(v, source, f"{field}.{k}" if field else str(k), done) for k, v in data.items()}
+        if _MERGE in out:
+            where = f"{field}.{_MERGE}" if field else _MERGE
+            out = _deep_merge(out, out.pop(_MERGE), source, where)
+    else:
         return data
-    out = {k: merge_keys(v, source, f"{field}.{k}" if field else str(k)) for k, v in data.items()}
-    if _MERGE in out:
-        where = f"{field}.{_MERGE}" if field else _MERGE
-        out = _deep_merge(out, out.pop(_MERGE), source, where)
+    done[id(data)] = (data, out)  # the input is kept alive with its result, so its id is not reused meanwhile
     return out
 
 

@@ -49,7 +49,8 @@ class SpecError(MapsearchError):
         super().__init__(message)
 
 
-GOT_LIMIT = 300  # characters of a bad value in a message: a whole random document is not one readable line
+GOT_LIMIT = 80  # characters of a bad value in a message (then "..."): a whole random document is not one readable line
+OPTION_LIMIT = 300  # an option's value: often paths, typed by the user, so cut later
 
 
 class UsageError(MapsearchError):
@@ -61,7 +62,7 @@ class UsageError(MapsearchError):
 
     def __init__(self, option: str, expected: str, got: object):
         self.option = option
-        super().__init__(f"{option}: expected {expected}, got {got!r}")
+        super().__init__(f"{option}: expected {expected}, got {short_repr(got, OPTION_LIMIT)}")
 
 
 class ScheduleError(MapsearchError):

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -31,35 +32,56 @@ def builtin_names() -> tuple[str, ...]:
 
 
 def model_from_dict(data: object, source: str) -> Model:
+    """Validate a layer table (``models/*.yaml``) and build its :class:`Model`; each problem is one SpecError line.
+
+    Beyond the shapes' types: names are unique, every node reads at least
+    one input and names one producer per input, and the einsum ops' shapes
+    and attributes agree (:func:`_check_einsum_node`): a table that would
+    silently solve another layer than the one it describes is refused.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not data["nodes"]:
         raise SpecError(source, "nodes", "a non-empty list of {name, op, in, out}", data)
     nodes = []
     previous = ""
-    names: set[str] = set()
+    names: dict[str, int] = {}
     for i, n in enumerate(data["nodes"]):
+        field = f"nodes[{i}]"
         if not isinstance(n, dict) or not {"name", "op", "in", "out"} <= set(n):
-            raise SpecError(source, f"nodes[{i}]", "{name, op, in: [[shape], ...], out: [shape]}", n)
+            raise SpecError(source, field, "{name, op, in: [[shape], ...], out: [shape]}", n)
+        name = n["name"]
+        if not isinstance(name, str) or not name:
+            raise SpecError(source, f"{field}.name", "a non-empty string", name)
+        if name in names:
+            raise SpecError(source, f"{field}.name", f"a name not used by another node (nodes[{names[name]}])", name)
         if canonical_op(str(n["op"])) not in known_ops():
-            raise SpecError(source, f"nodes[{i}].op", "", detail=f"unknown op {n['op']!r}; expected one of "
+            raise SpecError(source, f"{field}.op", "", detail=f"unknown op {n['op']!r}; expected one of "
                             f"{', '.join(known_ops())}")
-        _check_shapes(n, source, f"nodes[{i}]")
+        if not isinstance(n["in"], list) or not n["in"] or not all(isinstance(x, list) for x in n["in"]):
+            raise SpecError(source, f"{field}.in", "a non-empty list of input shapes, e.g. [[1, 64]]", n["in"])
+        if not isinstance(n["out"], list) or not n["out"]:
+            raise SpecError(source, f"{field}.out", "the output's shape, a non-empty list of ints", n["out"])
+        _check_shapes(n, source, field)
+        attrs = n.get("attrs") or {}
+        if not isinstance(attrs, dict):
+            raise SpecError(source, f"{field}.attrs", "a mapping of attributes", attrs)
         srcs = n.get("from")
         if srcs is None:
             srcs = [previous] * max(1, len(n["in"])) if len(n["in"]) <= 1 else None
             if srcs is None:
-                raise SpecError(source, f"nodes[{i}].from", "the producers of a node with several inputs", None)
+                raise SpecError(source, f"{field}.from", "the producers of a node with several inputs", None)
         if not isinstance(srcs, list):
-            raise SpecError(source, f"nodes[{i}].from", "a list of node names ('' for a model input)", srcs)
+            raise SpecError(source, f"{field}.from", "a list of node names ('' for a model input)", srcs)
+        if len(srcs) != len(n["in"]):
+            raise SpecError(source, f"{field}.from", f"one producer per input ({len(n['in'])}; '' for a model input)",
+                            srcs)
         for j, src in enumerate(srcs):
             if src != "" and str(src) not in names:
-                raise SpecError(source, f"nodes[{i}].from[{j}]", "", detail=f"unknown producer {src!r}; expected '' "
+                raise SpecError(source, f"{field}.from[{j}]", "", detail=f"unknown producer {src!r}; expected '' "
                                 "(a model input) or the name of an earlier node")
-        try:
-            nodes.append(Node(str(n["name"]), str(n["op"]), n["in"], n["out"], dict(n.get("attrs") or {}), list(srcs)))
-        except (TypeError, ValueError) as e:
-            raise SpecError(source, f"nodes[{i}]", "shapes as lists of ints", n) from e
-        previous = str(n["name"])
-        names.add(previous)
+        _check_einsum_node(canonical_op(str(n["op"])), n["in"], n["out"], attrs, source, field)
+        nodes.append(Node(name, str(n["op"]), n["in"], n["out"], dict(attrs), list(srcs)))
+        previous = name
+        names[name] = i
     return Model(str(data.get("name") or Path(source).stem), nodes, source, str(data.get("description") or ""))
 
 
@@ -67,12 +89,77 @@ def _check_shapes(node: dict, source: str, field: str) -> None:
     """Every dimension of the node's shapes is an int the solver takes as an extent."""
     shapes = [(f"{field}.in[{k}]", s) for k, s in enumerate(node["in"] if isinstance(node["in"], list) else [])]
     for where, shape in shapes + [(f"{field}.out", node["out"])]:
+        if not shape:
+            raise SpecError(source, where, "a shape: a non-empty list of ints >= 1", shape)
         for d, x in enumerate(shape if isinstance(shape, list) else []):
             if isinstance(x, bool) or not isinstance(x, int) or x < 1:
                 raise SpecError(source, f"{where}[{d}]", "an int >= 1", limits.describe(x))
             too_big = limits.extent_error(x)
             if too_big is not None:
                 raise SpecError(source, f"{where}[{d}]", "", detail=too_big)
+
+
+def _check_einsum_node(op: str, ins: list, out: list, attrs: dict, source: str, field: str) -> None:
+    """The shapes and attributes of a conv, linear or matmul agree, as :func:`~mapsearch.characterize.graph.lower`
+    reads them: its inputs' count and ranks, the extents it derives (``M``, ``K``, ``N``, the output's rows
+    and columns) and the output shape it would produce."""
+    if op not in ("conv", "linear", "matmul"):
+        return
+    want = 2 if op == "matmul" else 1
+    if len(ins) != want:
+        raise SpecError(source, f"{field}.in", f"{want} input shape(s) for a {op} (weights are implied)", ins)
+    if op == "linear":
+        x = ins[0]
+        if out[:-1] != x[:-1]:
+            lead = "".join(f"{e}, " for e in x[:-1])
+            raise SpecError(source, f"{field}.out", f"[{lead}N] (a linear keeps the input's leading extents and "
+                            f"maps its {x[-1]} features to N)", out)
+        return
+    if op == "matmul":
+        a, b = ins
+        for k, shape in enumerate(ins):
+            if len(shape) < 2:
+                raise SpecError(source, f"{field}.in[{k}]", "a shape of rank >= 2 (..., rows, columns)", shape)
+        if b[-2] != a[-1]:
+            raise SpecError(source, f"{field}.in[1]", f"{a[-1]} rows (the columns of in[0] {a})", b)
+        batch = math.prod(out[:-2])
+        if len(out) < 2 or out[-2:] != [a[-2], b[-1]] or any(math.prod(s[:-2]) not in (1, batch) for s in ins):
+            raise SpecError(source, f"{field}.out", f"[..., {a[-2]}, {b[-1]}] with the inputs' batch extents "
+                            f"(in {a} @ {b})", out)
+        return
+    x = ins[0]
+    if len(x) not in (3, 4):
+        raise SpecError(source, f"{field}.in[0]", "a conv input (N, C, H, W) or (N, C, L)", x)
+    if len(out) != len(x):
+        raise SpecError(source, f"{field}.out", f"a conv output of the input's rank {len(x)}", out)
+    if out[0] != x[0]:
+        raise SpecError(source, f"{field}.out[0]", f"the input's batch {x[0]}", out[0])
+    axes = len(x) - 2
+    values = {}
+    for key, default, least in (("kernel", 1, 1), ("stride", 1, 1), ("dilation", 1, 1), ("pad", 0, 0)):
+        raw = attrs.get(key, [default] * axes)
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            raw = [raw] * axes
+        ok = isinstance(raw, list) and len(raw) in ({axes, 2} if axes == 1 else {axes}) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= least for v in raw)
+        if not ok:
+            raise SpecError(source, f"{field}.attrs.{key}", f"{axes} int(s) >= {least}", raw)
+        values[key] = raw[-axes:]
+    groups = attrs.get("groups", 1)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise SpecError(source, f"{field}.attrs.groups", "an int >= 1", groups)
+    if x[1] % groups or out[1] % groups:
+        raise SpecError(source, f"{field}.attrs.groups", f"a divisor of the {x[1]} input and {out[1]} output "
+                        "channels", groups)
+    if "pad" not in attrs:
+        return  # the padding is not known: the output's extents are as given
+    for a in range(axes):
+        k, s, d, p = (values[key][a] for key in ("kernel", "stride", "dilation", "pad"))
+        size = x[2 + a] + 2 * p - d * (k - 1) - 1
+        expected = size // s + 1 if size >= 0 else 0
+        if out[2 + a] != expected:
+            raise SpecError(source, f"{field}.out[{2 + a}]", f"{expected} (input {x[2 + a]}, kernel {k}, stride {s}, "
+                            f"pad {p}, dilation {d})", out[2 + a])
 
 
 def load_model(spec: str, input_shapes: Sequence[Sequence[int]] | None = None) -> Model:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mapsearch.atomic import write_text_atomic
 from mapsearch.characterize.run import CHAIN_KEYS, LAYER_KEYS, TOTAL_KEYS, Characterization
 from mapsearch.report.plots import plot_roofline
 
@@ -119,14 +120,14 @@ def write_outputs(result: Characterization, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {"layers_csv": out / "layers.csv", "layers_json": out / "layers.json", "totals_csv": out / "totals.csv",
              "totals_json": out / "totals.json", "chains_csv": out / "chains.csv", "chains_json": out / "chains.json"}
-    paths["chains_csv"].write_text(_csv([{**c, "candidates": json.dumps(c["candidates"], separators=(",", ":"))
-                                          if c["candidates"] is not None else None} for c in result.chains],
-                                        CHAIN_KEYS))
-    paths["chains_json"].write_text(json.dumps(result.chains, indent=1) + "\n")
-    paths["layers_csv"].write_text(_csv(result.layers, LAYER_KEYS))
-    paths["layers_json"].write_text(json.dumps(result.layers, indent=1) + "\n")
-    paths["totals_csv"].write_text(_csv(result.totals, TOTAL_KEYS))
-    paths["totals_json"].write_text(json.dumps(result.totals, indent=1) + "\n")
+    chains = [{**c, "candidates": json.dumps(c["candidates"], separators=(",", ":"))
+               if c["candidates"] is not None else None} for c in result.chains]
+    write_text_atomic(paths["chains_csv"], _csv(chains, CHAIN_KEYS))
+    write_text_atomic(paths["chains_json"], json.dumps(result.chains, indent=1) + "\n")
+    write_text_atomic(paths["layers_csv"], _csv(result.layers, LAYER_KEYS))
+    write_text_atomic(paths["layers_json"], json.dumps(result.layers, indent=1) + "\n")
+    write_text_atomic(paths["totals_csv"], _csv(result.totals, TOTAL_KEYS))
+    write_text_atomic(paths["totals_json"], json.dumps(result.totals, indent=1) + "\n")
     return paths
 
 

@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from mapsearch.dram.geometry import DramSpec
-from mapsearch.errors import SpecError
+from mapsearch.errors import SpecError, short_repr
 from mapsearch.spec.workload import Workload
 
 ROW_MAJOR = "row_major"
@@ -39,6 +39,10 @@ TILED = "tiled"
 ROW_ALIGNED = "row_aligned"
 KINDS = (ROW_MAJOR, TILED, ROW_ALIGNED)
 _I64 = np.int64
+# Byte addresses are numpy int64 (base + element offset * element size): a base is at most 2^48 bytes
+# (256 TiB, beyond any DRAM traced), a tensor's footprint must end below 2^62 so that no address overflows.
+MAX_BASE = 2**48
+MAX_END = 2**62
 
 
 class LayoutError(ValueError):
@@ -192,6 +196,9 @@ class Layouts:
                 p = Placement(t, workload.tensor_shape(t), spec, base, dram.element_bytes, stride)
             except LayoutError as e:
                 raise LayoutError(f"layouts.{t}.{e.field}", e.detail) from None
+            if base + p.size_bytes > MAX_END:
+                raise LayoutError(f"layouts.{t}", f"the tensor's {p.size_bytes:,} bytes from base {base:,} end beyond "
+                                  f"byte 2^62 (the trace's addresses are 64-bit)")
             self.placements[t] = p
             nxt = max(nxt, base + p.size_bytes)
         self.end = nxt
@@ -270,8 +277,9 @@ def layout_spec_from_dict(workload: Workload, tensor: str, data: object, field: 
                 base = int(base, 0)
             except ValueError:
                 raise LayoutError(f"{field}.base", f"expected a byte address, got {base!r}") from None
-        if not isinstance(base, int) or isinstance(base, bool) or base < 0:
-            raise LayoutError(f"{field}.base", f"expected a byte address >= 0, got {base!r}")
+        if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base <= MAX_BASE:
+            raise LayoutError(f"{field}.base", f"expected a byte address from 0 to 2^48 ({MAX_BASE:,}), "
+                              f"got {short_repr(base, 80)}")
     return LayoutSpec(kind, order, tile, slice_axes, align, base)
 
 

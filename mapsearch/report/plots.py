@@ -24,6 +24,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from mapsearch.atomic import atomic_open
 from mapsearch.errors import MapsearchError
 
 __all__ = ["PLOT_KINDS", "load_rows", "plot_rows", "plot_vs_parameter", "plot_roofline", "plot_vs_lower_bound",
@@ -107,7 +108,8 @@ def _series_key(row: Mapping[str, Any]) -> str:
 def _save(fig: Any, out_png: str | Path) -> Path:
     out = Path(out_png)
     try:
-        fig.savefig(out, dpi=120, bbox_inches="tight")
+        with atomic_open(out, binary=True) as f:  # never a half-written PNG; a FIFO or a device is refused
+            fig.savefig(f, format=out.suffix[1:].lower() or None, dpi=120, bbox_inches="tight")
     except OSError as e:
         raise MapsearchError(f"{out}: cannot write: {e.strerror or e}") from None
     finally:

@@ -232,7 +232,7 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
             raise _note(source, key, "missing")
     if data["format"] != FORMAT:
         raise _error(source, "format", repr(FORMAT), data["format"])
-    if data["version"] != VERSION:
+    if data["version"] != VERSION or isinstance(data["version"], float):  # 1.0 == 1, but not a version
         raise _error(source, "version", str(VERSION), data["version"])
     graph = graph_from_dict(data["graph"], source) if isinstance(data["graph"], Mapping) else None
     if graph is None:

@@ -326,6 +326,9 @@ def read_json(path: str | Path) -> Any:
     deep = limits.depth_error(data)
     if deep is not None:
         raise _note(source, "", deep)
+    from mapsearch.spec.reading import check_text
+
+    check_text(data, source)  # a lone surrogate would fail only when printed, after the work
     return data
 
 

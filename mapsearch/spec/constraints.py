@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Mapping
 
 from mapsearch.errors import SpecError
 from mapsearch.spec import limits
@@ -219,8 +220,14 @@ def with_spatial_limits(arch: Architecture, c: Constraints, w: Workload, source:
     return replace(arch, levels=tuple(levels))
 
 
-def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: str = "constraints") -> None:
-    """Names in the constraints must exist in this workload and architecture."""
+def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: str = "constraints",
+                      homes: Mapping[str, str] | None = None) -> None:
+    """Names in the constraints must exist in this workload and architecture; keep/bypass must be decisions.
+
+    ``homes`` (tensor -> level name; a tensor not named lives at the top
+    level) lets :func:`check_keep` also refuse rules that contradict a home;
+    without it only what holds for any homes is checked.
+    """
     for t in c.tiles:
         resolve_level(t.level, arch, source, f"tiles.{t.level}")
         if t.dim not in w.dims:
@@ -233,7 +240,44 @@ def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: s
     for level, tensor, _ in c.keep:
         resolve_level(level, arch, source, f"keep.{level}")
         resolve_tensor(tensor, w, source, f"keep.{level}.{tensor}")
+    check_keep(c, w, arch, source, homes)
     for n, (tensor, level) in enumerate(c.stationary):
         resolve_level(level, arch, source, f"stationary[{n}].level")
         resolve_tensor(tensor, w, source, f"stationary[{n}].tensor")
     with_spatial_limits(arch, c, w, source)
+
+
+def check_keep(c: Constraints, w: Workload, arch: Architecture, source: str = "constraints",
+               homes: Mapping[str, str] | None = None) -> None:
+    """Refuse keep/bypass rules the solver cannot honour (it would drop them silently).
+
+    - one tensor (by name or by role) both kept and bypassed at one level;
+    - a bypass at the innermost level: every tensor is kept next to compute;
+    - with ``homes``: a bypass at the tensor's home (it lives there), a keep
+      above its home (nothing is kept above the home).
+    """
+    seen: dict[tuple[int, str], tuple[str, bool]] = {}
+    innermost = arch.depth - 1
+    top = arch.levels[0].name
+    for level, tensor, flag in c.keep:
+        i = resolve_level(level, arch, source, f"keep.{level}")
+        t = resolve_tensor(tensor, w, source, f"keep.{level}.{tensor}")
+        field = f"keep.{level}.{tensor}"
+        name = arch.levels[i].name
+        said = f"{tensor}: {str(flag).lower()}"
+        if (i, t) in seen and seen[(i, t)][1] != flag:
+            other, other_flag = seen[(i, t)]
+            raise SpecError(source, field, "", detail=f"{t} is both kept and bypassed at {name} "
+                            f"({other}: {str(other_flag).lower()}, {said}); give one")
+        seen[(i, t)] = (tensor, flag)
+        home = arch.index(homes.get(t, top)) if homes is not None and homes.get(t, top) in arch.level_names else None
+        if not flag and i == innermost:
+            raise SpecError(source, field, "", detail=f"cannot bypass {t} at {name}, the innermost level: every "
+                            "tensor is kept next to compute")
+        if home is None:
+            continue
+        if not flag and i == home:
+            raise SpecError(source, field, "", detail=f"cannot bypass {t} at {name}: it is {t}'s home")
+        if flag and i < home:
+            raise SpecError(source, field, "", detail=f"cannot keep {t} at {name}: it is above {t}'s home "
+                            f"{arch.levels[home].name}")

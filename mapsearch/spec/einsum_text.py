@@ -5,6 +5,11 @@
     index   := term ('+' term)*
     term    := NAME | INT '*' NAME | NAME '*' INT
 
+``=`` means the same as ``+=``: as in Einstein notation, the dimensions the
+output lacks are summed over (every point of the iteration space is one
+multiply-accumulate into the output; the output starts at zero either way).
+There is no plain assignment that would keep only the last product.
+
 >>> parse_einsum("O[p] += I[p*2+r] * W[r]").inputs[0].indices[0].terms
 (('p', 2), ('r', 1))
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from mapsearch.errors import short_repr
 from mapsearch.spec.einsum import AffineIndex, Einsum, TensorAccess
 
 _TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<int>\d+)|(?P<op>\+=|[\[\],*+=]))")
@@ -47,7 +53,7 @@ class _Parser:
         tok = self.peek()
         if tok is None or tok[0] != kind or (value is not None and tok[1] != value):
             want = value or kind
-            got = "end of text" if tok is None else repr(tok[1])
+            got = "end of text" if tok is None else short_repr(tok[1], 40)
             raise EinsumSyntaxError(f"expected {want!r}, got {got}")
         self.i += 1
         return tok[1]
@@ -98,12 +104,12 @@ def parse_einsum(text: str) -> Einsum:
     p = _Parser(text)
     out = p.access()
     if not (p.accept("op", "+=") or p.accept("op", "=")):
-        raise EinsumSyntaxError("expected '+=' after the output")
+        raise EinsumSyntaxError("expected '+=' (or '=', the same sum) after the output")
     inputs = [p.access()]
     while p.accept("op", "*"):
         inputs.append(p.access())
     if p.peek() is not None:
-        raise EinsumSyntaxError(f"unexpected {p.peek()[1]!r} after the last operand")
+        raise EinsumSyntaxError(f"unexpected {short_repr(p.peek()[1], 40)} after the last operand")
     names = [out.name] + [t.name for t in inputs]
     if len(set(names)) != len(names):
         raise EinsumSyntaxError("a tensor appears twice; each operand needs its own name")

@@ -134,7 +134,7 @@ def graph_and_homes_from_dict(data: object, source: str = "<workload>") -> tuple
         try:
             einsums.append(parse_einsum(text))
         except EinsumSyntaxError as e:
-            raise _note(source, f"einsums[{i}]", f"{e} (in {text!r})") from None
+            raise _note(source, f"einsums[{i}]", f"{e} (in {limits.describe(text, 80)})") from None
     extents = data["extents"]
     if not isinstance(extents, Mapping):
         raise _error(source, "extents", "a mapping dimension -> int >= 1", extents)

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 from mapsearch.errors import short_repr
 
 __all__ = ["MAX_EXTENT", "MAX_INSTANCES", "MAX_CAPACITY", "MODEL_LIMIT", "MAX_DEPTH", "describe",
-           "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error",
+           "extent_error", "instances_error", "capacity_error", "exact_error", "depth_error", "surrogate_at",
            "figures_error", "einsum_figures", "FIGURES_MARGIN"]
 
 MAX_EXTENT = 2**24
@@ -94,6 +94,42 @@ def depth_error(data: Any) -> str | None:
         seen.add(id(node))
         children: Iterable[Any] = node.values() if isinstance(node, dict) else node
         stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")  # UTF-8 encodes every code point but the surrogates U+D800..U+DFFF
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def surrogate_at(data: Any) -> tuple[tuple[Any, ...], str, bool] | None:
+    """The first text of ``data`` (parsed YAML or JSON, keys included) holding a surrogate code point, else None.
+
+    ``(path, text, is_key)``: ``path`` leads to the value (or to the key
+    itself). A JSON ``"\\ud800"`` or a YAML ``"\\ud800"`` escape gives such
+    a string; it cannot be written as UTF-8, so every later print of it (a
+    report, an error line, a file) would fail. Walks in document order
+    without recursion; call after :func:`depth_error`.
+    """
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if _has_surrogate(node):
+                return path, node, False
+            continue
+        if not isinstance(node, (dict, list, tuple)) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+        for key, _ in items:
+            if isinstance(node, dict) and isinstance(key, str) and _has_surrogate(key):
+                return path + (key,), key, True
+        stack.extend((child, path + (key,)) for key, child in reversed(items))
     return None
 
 

@@ -80,15 +80,15 @@ def _workload(data: Mapping[str, Any], source: str, prefix: str) -> Workload:
     try:
         einsum = parse_einsum(text)
     except EinsumSyntaxError as e:
-        raise _note(source, f("einsum"), f"{e} (in {text!r})") from None
+        raise _note(source, f("einsum"), f"{e} (in {limits.describe(text, 80)})") from None
     dims = einsum.dims
     extents = data["extents"]
     for d in extents:
         if d not in dims:
-            raise _note(source, f("extents", d), f"unknown dimension; the einsum {text!r} uses {', '.join(dims)}")
+            raise _note(source, f("extents", d), f"unknown dimension; the einsum {limits.describe(text, 80)} uses {', '.join(dims)}")
     for d in dims:
         if d not in extents:
-            raise _note(source, f("extents", d), f"missing; the einsum uses dimension {d!r} (expected int >= 1)")
+            raise _note(source, f("extents", d), f"missing; the einsum uses dimension {limits.describe(d, 40)} (expected int >= 1)")
         too_big = limits.extent_error(extents[d])
         if too_big is not None:
             raise _note(source, f("extents", d), too_big)

@@ -20,7 +20,8 @@ from mapsearch.errors import SpecError
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import as_fraction
 
-__all__ = ["read_text", "parse_yaml", "read_yaml", "join_path", "fraction_to_json", "fraction_from_json", "construct_int"]
+__all__ = ["read_text", "parse_yaml", "read_yaml", "join_path", "fraction_to_json", "fraction_from_json", "construct_int",
+           "check_text", "AmbiguousNumber"]
 
 
 # --------------------------------------------------------------------------
@@ -49,14 +50,29 @@ def join_path(parts: Iterable[object], prefix: str = "") -> str:
     for p in parts:
         if isinstance(p, int):
             out += f"[{p}]"
-        elif not _PLAIN_KEY.match(str(p)):
-            out += f"[{str(p)!r}]"  # e.g. a key with spaces or newlines
+        elif not _PLAIN_KEY.match(str(p)) or len(str(p)) > _KEY_LIMIT:
+            out += f"[{_short(str(p), _KEY_LIMIT)}]"  # e.g. a key with spaces or newlines, or a whole document
         else:
             out += f".{p}" if out else str(p)
     return out
 
 
+_KEY_LIMIT = 40  # characters of one key in a field path
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")  # \Z: "$" also matches before a final newline
+
+
+def check_text(data: object, source: str, prefix: str = "") -> None:
+    """Refuse text that cannot be printed: a lone surrogate (``"\\ud800"`` in JSON or YAML) in a key or a value.
+
+    Names, tensor names, level names... end up in reports, error lines and
+    files, which are UTF-8; checked once where a document is read.
+    """
+    found = limits.surrogate_at(data)
+    if found is None:
+        return
+    path, text, is_key = found
+    what = "a key" if is_key else "text"
+    raise _error(source, join_path(path, prefix), f"{what} without unpaired surrogates (U+D800..U+DFFF)", text)
 
 
 def fraction_to_json(value: Fraction | int) -> int | str:
@@ -105,18 +121,48 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
+class AmbiguousNumber(yaml.constructor.ConstructorError):
+    """A plain scalar YAML 1.1 reads as a number its writer rarely means: ``1:00`` (base 60: 60), ``010`` (octal: 8)."""
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7]+\Z")
+
+
 def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-    """SafeLoader's int, with an int too long for Python to convert as a YAML error at its line."""
+    """SafeLoader's int, with an int too long for Python to convert as a YAML error at its line.
+
+    YAML 1.1 (PyYAML) reads ``1:00`` as 60 and ``010`` as 8; those are
+    refused (:class:`AmbiguousNumber`) rather than silently read as numbers
+    nobody wrote.
+    """
+    digits = node.value.replace("_", "")
     try:
-        return yaml.SafeLoader.construct_yaml_int(loader, node)
+        value = yaml.SafeLoader.construct_yaml_int(loader, node)
     except ValueError:
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer of {len(node.value):,} characters, beyond what Python converts", node.start_mark
         ) from None
+    if ":" in digits:
+        raise AmbiguousNumber(None, None, f"{limits.describe(node.value)} reads as the base-60 number {value} in "
+                              f"YAML 1.1; write {value}, or quote it for text", node.start_mark)
+    if _OCTAL.match(digits):
+        raise AmbiguousNumber(None, None, f"{limits.describe(node.value)} reads as the octal number {value} in "
+                              f"YAML 1.1; drop the leading zero (or write {value} if octal was meant)", node.start_mark)
+    return value
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    """SafeLoader's float, refusing YAML 1.1's base-60 floats (``1:30.5``) as :func:`construct_int` does."""
+    value = yaml.SafeLoader.construct_yaml_float(loader, node)
+    if ":" in node.value:
+        raise AmbiguousNumber(None, None, f"{limits.describe(node.value)} reads as the base-60 number {value} in "
+                              "YAML 1.1; write the number, or quote it for text", node.start_mark)
+    return value
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def read_text(path: str | Path) -> str:
@@ -144,7 +190,7 @@ def parse_yaml(text: str, source: str) -> Any:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}" if mark is not None else ""
         problem = e.problem or e.context or "syntax error"
-        raise _note(source, where, f"malformed YAML: {problem}") from None
+        raise _note(source, where, problem if isinstance(e, AmbiguousNumber) else f"malformed YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise _note(source, "", f"malformed YAML: {e}") from None
     except RecursionError:
@@ -155,6 +201,7 @@ def parse_yaml(text: str, source: str) -> Any:
     deep = limits.depth_error(data)
     if deep is not None:
         raise _note(source, "", deep)
+    check_text(data, source)
     return data
 
 

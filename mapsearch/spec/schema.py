@@ -23,13 +23,13 @@ import difflib
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import jsonschema
 from referencing import Registry, Resource
 
 from mapsearch.errors import SpecError
-from mapsearch.spec.reading import _error, _note, join_path
+from mapsearch.spec.reading import _error, _note, check_text, join_path
 
 __all__ = ["SCHEMA_DIR", "SCHEMA_ID_BASE", "schema", "schema_files", "schema_id", "registry", "validate_against"]
 
@@ -60,8 +60,30 @@ def _is_int(checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+def _same(a: object, b: object) -> bool:
+    """JSON equality as the schemas mean it: ``1.0`` is not the integer ``1`` (as ``4.0`` is no extent)."""
+    if isinstance(a, float) != isinstance(b, float) and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return False
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return jsonschema._utils.equal(a, b)
+
+
+def _const(validator: Any, const: object, instance: object, schema: dict) -> Iterator[jsonschema.ValidationError]:
+    if not _same(instance, const):
+        yield jsonschema.ValidationError(f"{const!r} was expected")
+
+
+def _enum(validator: Any, enums: list, instance: object, schema: dict) -> Iterator[jsonschema.ValidationError]:
+    if not any(_same(instance, each) for each in enums):
+        yield jsonschema.ValidationError(f"{instance!r} is not one of {enums!r}")
+
+
 _TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int)
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, validators={"const": _const, "enum": _enum},
+                                          type_checker=_TYPE_CHECKER)
 
 
 @lru_cache(maxsize=None)
@@ -128,6 +150,7 @@ def validate_against(data: object, schema_name_or_path: str | Path, source: str,
     the path of a schema file. ``prefix`` is put before every field name (for
     a part of a bigger document, e.g. ``'architecture'``).
     """
+    check_text(data, source, prefix)  # JSON read elsewhere (a schedule file) has not been checked yet
     path = Path(schema_name_or_path)
     if path.suffix != ".json":
         path = SCHEMA_DIR / f"{schema_name_or_path}.schema.json"

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Mapping
 
 from mapsearch.errors import SpecError
+from mapsearch.spec import limits
 from mapsearch.spec.constraints import Constraints, TileLimit
 from mapsearch.spec.graph_load import graph_from_einsums
 from mapsearch.spec.reading import _error, _note, join_path, read_yaml
@@ -256,7 +257,7 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
         try:
             (oname, oidx), ins = parse_expression(text)
         except TeaalSyntaxError as e:
-            raise _note(source, fld, f"{e} (in {text!r})") from None
+            raise _note(source, fld, f"{e} (in {limits.describe(text, 80)})") from None
         accesses = []
         for name, idx in ((oname, oidx),) + ins:
             if name not in decl:

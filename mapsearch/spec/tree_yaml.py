@@ -123,6 +123,15 @@ def _construct_tagged(loader: _TreeLoader, node: yaml.Node) -> _Tagged:
     return _Tagged(node.tag, value, node)
 
 
+def _construct_str(loader: _TreeLoader, node: yaml.ScalarNode) -> str:
+    """SafeLoader's text, refusing a lone surrogate (a ``"\\ud800"`` escape): no report could print it."""
+    text = yaml.SafeLoader.construct_yaml_str(loader, node)
+    if limits.surrogate_at(text) is not None:
+        raise TreeError(_mark_where(loader, node.start_mark), "expected text without unpaired surrogates "
+                        f"(U+D800..U+DFFF), got {limits.describe(text)}")
+    return text
+
+
 def _unknown_tag(loader: _TreeLoader, suffix: str, node: yaml.Node) -> Any:
     tag = node.tag
     close = difflib.get_close_matches(tag, TAGS, n=1)
@@ -133,6 +142,7 @@ def _unknown_tag(loader: _TreeLoader, suffix: str, node: yaml.Node) -> Any:
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _TreeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 _TreeLoader.add_constructor("tag:yaml.org,2002:int", construct_int)
+_TreeLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 for _tag in TAGS:
     _TreeLoader.add_constructor(_tag, _construct_tagged)
 _TreeLoader.add_multi_constructor("!", _unknown_tag)

@@ -359,7 +359,7 @@ def _check(w: dict, a: dict, craw: dict | None, cname: str, point, source: str) 
         check_homes(w.get("homes") or {}, workload, arch, w["name"])
         check_problem(workload.extents, workload.tensor_names, arch, w["name"], a["name"], (workload.einsum,))
         if craw is not None:
-            check_constraints(constraints_from_dict(craw, cname), workload, arch, cname)
+            check_constraints(constraints_from_dict(craw, cname), workload, arch, cname, homes=w.get("homes") or {})
     except SpecError as e:
         if not point:
             raise

@@ -26,11 +26,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from mapsearch.errors import SpecError
 from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, OK_STATUSES, Case
 
 __all__ = ["ResultStore", "DB_NAME"]
 
 DB_NAME = "results.sqlite"
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cases (
@@ -64,6 +67,30 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+_COLUMNS = frozenset(("case_id", "workload", "architecture", "objective", "constraints", "params", "status", "error",
+                      "solve_seconds", "wall_seconds", "report", "schedule", "spec", "solves", "worker", "finished_at"))
+
+
+def _not_ours(path: Path, why: str) -> SpecError:
+    return SpecError(str(path), "", "", detail=f"not a sweep database ({why}); give another output directory, or "
+                     "move the file away to start afresh")
+
+
+def _check_not_foreign(path: Path) -> None:
+    """A file there that is not SQLite at all is refused before SQLite opens it (and could write to it)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise _not_ours(path, "a directory") from None
+    except OSError as e:
+        raise _not_ours(path, f"cannot read: {e.strerror or e}") from None
+    if head and head != _SQLITE_HEADER:
+        raise _not_ours(path, "file is not a database")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -72,12 +99,32 @@ class ResultStore:
     """The results database of one sweep directory."""
 
     def __init__(self, path: str | Path):
+        """Open (or create) the database; a file that is not a sweep database is one SpecError, left as it was."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        _check_not_foreign(self.path)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as e:
+            raise _not_ours(self.path, str(e)) from None
+        try:
+            tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            missing = _COLUMNS - {row[1] for row in self._db.execute("PRAGMA table_info(cases)")}
+            if tables - {"sqlite_sequence"} and ("cases" not in tables or missing):
+                why = "no table cases" if "cases" not in tables else f"table cases lacks {', '.join(sorted(missing))}"
+                raise _not_ours(self.path, why)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("SELECT count(*), max(length(params)) FROM cases").fetchone()  # reads every page of it
+        except sqlite3.DatabaseError as e:  # also sqlite3.OperationalError: a malformed schema, a corrupt page
+            self._db.close()
+            if "locked" in str(e):  # another process writes it (not a mapsearch run: those take the directory lock)
+                raise SpecError(str(self.path), "", "", detail=f"cannot open: {e}") from None
+            raise _not_ours(self.path, str(e)) from None
+        except SpecError:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         self._db.close()

@@ -10,7 +10,10 @@ stopped. A CP-SAT solver registered with :meth:`Budget.running` is stopped
 
 Budgets nest: ``Budget(60, parent=...)`` ends at its own deadline or its
 parent's, whichever comes first, and stopping any of them stops the root and
-every solver registered anywhere under it. The active budget is a context
+every solver registered anywhere under it. An *extension* (``extends=True``,
+a short step after a search ran out of time) keeps its own deadline only,
+except a *hard* one above it (``hard=True``): a chain solve's limit, which
+bounds every fallback of every einsum in it. The active budget is a context
 variable (:func:`within`, :func:`current`), so library functions find it
 without a new argument; threads that should see it run in a copied context
 (``contextvars.copy_context().run``). Nothing here installs a signal
@@ -39,12 +42,15 @@ class Budget:
     """A deadline (``seconds`` from now, None: none) and a stop flag shared with its parents."""
 
     def __init__(self, seconds: float | None = None, *, parent: "Budget | None" = None, limit: str = "the time limit",
-                 extends: bool = False):
+                 extends: bool = False, hard: bool = False):
         self.seconds = seconds
         self.parent = parent
-        # An extension: its own deadline only (its parents' may have passed), still stopped with them. Used for
-        # a last, short step after a search ran out of time (solve/greedy.py, the greedy fallback).
+        # An extension: its own deadline only (its parents' may have passed, except a hard one), still stopped with
+        # them. Used for a last, short step after a search ran out of time (solve/greedy.py, the greedy fallback).
         self.extends = extends
+        # A hard deadline binds every budget under it, extensions too: one extension past a single einsum's limit
+        # is a short step, one per einsum of a chain's many solves is not (solve/chain.py).
+        self.hard = hard
         self.limit = limit  # how messages name what ran out, e.g. "the time limit of 20 s"
         self.deadline = math.inf if seconds is None else time.monotonic() + max(0.0, float(seconds))
         self._stopped = False
@@ -58,24 +64,25 @@ class Budget:
             b = b.parent
         return b
 
+    def _binding(self) -> Iterator["Budget"]:
+        """The budgets whose deadlines bind this one: itself and its parents up to the first extension,
+        and the hard ones above that."""
+        b: Budget | None = self
+        extended = False
+        while b is not None:
+            if not extended or b.hard:
+                yield b
+            extended = extended or b.extends
+            b = b.parent
+
     def left(self) -> float:
         """Seconds until the nearest deadline (``inf`` without one; never negative)."""
-        b: Budget | None = self
-        end = math.inf
-        while b is not None:
-            end = min(end, b.deadline)
-            b = None if b.extends else b.parent
+        end = min(b.deadline for b in self._binding())
         return max(0.0, end - time.monotonic())
 
     def _tightest(self) -> "Budget":
-        """The budget in the chain whose deadline comes first (for the message)."""
-        b: Budget | None = self
-        best = self
-        while b is not None:
-            if b.deadline < best.deadline:
-                best = b
-            b = None if b.extends else b.parent
-        return best
+        """The budget whose deadline comes first (for the message); the nearest one on a tie."""
+        return min(self._binding(), key=lambda b: b.deadline)
 
     @property
     def stopped(self) -> bool:

@@ -82,25 +82,44 @@ def run(args: argparse.Namespace, problem: api.LoadedProblem | None = None) -> N
     replayed = result.replay
     if args.json:
         report = chain_report_dict(result, replayed, notes)
+        if result.plans_left_out:
+            report["plans_left_out"] = result.plans_left_out
         print(json.dumps(report, indent=2))
     else:
         print(render_chain_text(result, replayed, notes), end="")
+    if result.plans_left_out:  # before a failure's lines: the report above is short of them either way
+        print(f"mapsearch: warning: {result.plans_left_out}", file=sys.stderr)
 
-    if not replayed.ok:
+    failures = replayed.failures(result.best)
+    for c in replayed.checks:  # another option's walk not run: its schedule is unchecked, the best one is not
+        if c.not_run and c.option != result.best:
+            print(f"mapsearch: warning: REPLAY NOT RUN: {c.name}: {c.error}", file=sys.stderr)
+    if failures:
         lines = []
-        for c in replayed.checks:
-            if c.error:
+        for c in failures:
+            if c.not_run:
+                lines.append(f"REPLAY NOT RUN: {c.name}: {c.error}")
+            elif c.error:
                 lines.append(f"REPLAY MISMATCH: {c.name} fails in the simulator ({mode} mode): {c.error}")
             lines += [f"REPLAY MISMATCH in {c.name}: {fld}: predicted {plain(a)}, replayed {plain(b)}"
                       for fld, a, b in c.differences]
             if c.data_ok is False:
                 lines.append(f"data check failed: {c.name}: the replayed output differs from numpy; nothing is written")
-        lines.append("REPLAY MISMATCH: the replay disagrees with the solver; nothing is written")
+        if all(c.not_run for c in failures):
+            lines.append("REPLAY NOT RUN: the best schedule is neither checked nor refuted; nothing is written "
+                         "(replay it with mapsearch replay once the walk can take it)")
+        else:
+            lines.append("REPLAY MISMATCH: the replay disagrees with the solver; nothing is written")
         raise CommandFailed(EXIT_MISMATCH, lines)
 
     loose = [f"fused at {o.level}" for o in result.fused if o.status == "FEASIBLE"]
     if result.unfused is not None and result.unfused.status == "FEASIBLE":
         loose.append("unfused")
+    loose += [f"materialized at {level}" for level, o, _ in result.materialized
+              if o is not None and o.status == "FEASIBLE"]
+    unproven = sum(p.status == "FEASIBLE" for p in result.plans)
+    if unproven:
+        loose.append(f"{unproven} partly fused plan(s)")
     if loose:
         print(f"mapsearch: warning: FEASIBLE, not proven optimal ({stopped_by(None, options)}): "
               f"{', '.join(loose)}", file=sys.stderr)

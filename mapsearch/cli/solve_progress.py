@@ -41,7 +41,7 @@ class ProgressLine:
         parts = [f"mapsearch: {p.elapsed:.0f} s, {p.phase}"]
         if values:
             parts.append("best " + ", ".join(f"{name} {_number(v)}" for name, v in values.items()))
-        elif p.phase not in ("building the model",):
+        elif p.phase != "building the model" and not p.phase.startswith("checking"):  # the check replay: solved
             parts.append("no schedule yet")
         if p.value is not None:
             parts.append("no bound yet" if p.bound is None or p.bound == 0 else f"bound {_number(p.bound)}")

@@ -9,6 +9,7 @@ time, then the fewest words (docs/fusion.md).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,6 +32,8 @@ from mapsearch.spec.teaal import TeaalSpec
 if TYPE_CHECKING:  # the replay checks import this module for ChainResult
     from mapsearch.solve.chain_replay import ChainReplay
 from mapsearch.spec.workload import WorkloadGraph
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class ChainResult:
     # (level name, outcome or None, why not)
     materialized: tuple[tuple[str, UnfusedOutcome | None, str], ...] = ()
     plans: tuple[GroupPlan, ...] = ()  # chains of 3+ einsums: partly fused
+    plans_left_out: str = ""  # the plans the time limit (or Ctrl-C) left unsolved, and why; "" when none
     teaal: TeaalSpec | None = None  # the TeAAL specification whose mapping constrained the einsums
     replay: ChainReplay | None = None  # the replay checks (mapsearch.solve.entry.solve_chain fills them in)
 
@@ -149,9 +153,19 @@ def solve_unfused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str
         if level > 0:
             stage_homes += [(t, arch.levels[level].name) for t in w.tensor_names if t in inter]
         problems.append(Problem(w, arch, tuple(stage_homes)))
-    with budget.within(budget.Budget(options.time_limit, parent=budget.current())) as whole:
+    with budget.within(_hard(options)) as whole:
         turn = _turns(whole, len(problems))
         return UnfusedOutcome(tuple(turn(lambda p=p: solve(p, options=options)) for p in problems))
+
+
+def _hard(options: SolveOptions) -> budget.Budget:
+    """The budget of ``options.time_limit`` under the active one, hard: an einsum whose search ran out of time
+    solves its greedy schedule a short step past its own share (solve/greedy_start.py), never past this limit.
+
+    An 8-einsum chain on AccelForge's ``simple`` ran its 252 partly fused plans' solves on, each one's
+    fallback half a second past a limit long spent: over a minute at ``--time-limit 5``.
+    """
+    return budget.Budget(options.time_limit, parent=budget.current(), hard=True)
 
 
 def solve_fused(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], level: int,
@@ -224,12 +238,14 @@ def solve_chain(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str] 
 
     The options share the time limit: each gets an equal share of the time
     left when it starts (a fast one leaves more to the next), so the whole
-    chain ends within the limit and every option gets its turn.
+    chain ends within the limit and every option gets its turn. The limit is
+    hard (:func:`_hard`): no fallback runs past it, and the partly fused
+    plans it leaves unsolved are named in ``plans_left_out``.
     """
     start = time.perf_counter()
     homes = dict(homes or {})
     levels = range(1, arch.depth)
-    with budget.within(budget.Budget(options.time_limit, parent=budget.current())) as whole:
+    with budget.within(_hard(options)) as whole:
         turn = _turns(whole, 2 * len(levels) + 1 + (len(graph.einsums) > 2))
         fused = tuple(turn(lambda: solve_fused(graph, arch, homes, f, options)) for f in levels)
         try:
@@ -242,8 +258,11 @@ def solve_chain(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str] 
                 materialized.append((arch.levels[h].name, turn(lambda: solve_unfused(graph, arch, homes, options, h)), ""))
             except MapsearchError as e:
                 materialized.append((arch.levels[h].name, None, " ".join(str(e).split())))
-        plans = turn(lambda: tuple(group_plans(graph, arch, homes, options))) if len(graph.einsums) > 2 else ()
-    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized), plans)
+        plans, left_out = ((), "")
+        if len(graph.einsums) > 2:
+            plans, left_out = turn(lambda: group_plans(graph, arch, homes, options))
+    return ChainResult(graph, arch, fused, unfused, reason, time.perf_counter() - start, tuple(materialized), plans,
+                       plans_left_out=left_out)
 
 
 def _turns(whole: budget.Budget, count: int):
@@ -281,26 +300,92 @@ def contiguous_groups(n: int):
         yield tuple(groups)
 
 
-def group_plans(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str], options: SolveOptions):
+def group_plans(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str],
+                options: SolveOptions) -> tuple[tuple[GroupPlan, ...], str]:
     """Partly fused chains: each cut into contiguous groups, for each level of the intermediates between them.
 
     Per intermediate this decides fused (inside a group) or materialized at a
-    level (between groups). Plans that do not fit are left out.
+    level (between groups). Plans that do not fit are left out. Returns the
+    plans found and what the time limit (or Ctrl-C) left unsolved ("" when
+    nothing).
+
+    ``n`` einsums have ``2^(n-1) - 2`` cuts, each at every level but the
+    innermost (2 M plans for ResNet-18's 21 einsums on three levels), so the
+    plans are made one at a time and the time left is checked before each.
+    Their distinct groups (a contiguous run of einsums with its tensors'
+    homes) are few, at most ``n(n+1)/2 - 1`` per level in a linear chain:
+    each is solved once, in an equal share of the time left for those not
+    yet solved. A plan stops at its first group without a schedule, as it
+    always has.
     """
+    n, levels = len(graph.einsums), arch.depth - 1
+    total = (2 ** (n - 1) - 2) * levels
+    groups_left = (n * (n + 1) // 2 - 1) * levels  # a linear chain's distinct groups, at most: the shares' divisor
+    solved: dict = {}  # key -> (part or None, whether its solve ran out of time)
+    plans = []
+    tried = timed_out = 0
+    with budget.within(_hard(options)) as own:
+
+        def parts_of(keys) -> tuple[list, bool] | None:
+            """The plan's parts up to its first group without a schedule (and whether that one ran out of time);
+            None where the time is spent, or Ctrl-C came, before a group it needs was solved."""
+            parts = []
+            for key in keys:
+                if key not in solved:
+                    if own.stopped or own.left() <= 0:
+                        return None
+                    share = own.left() / max(1, groups_left - len(solved))
+                    with budget.within(budget.Budget(share, parent=own)):
+                        solved[key] = _solve_group(graph, key, arch, options)
+                part, out_of_time = solved[key]
+                if part is None:
+                    return parts, out_of_time
+                parts.append(part)
+            return parts, False
+
+        for groups, level, keys in _plan_keys(graph, arch, homes):
+            found = None if own.stopped or own.left() <= 0 else parts_of(keys)
+            if found is None:
+                break
+            tried += 1
+            parts, out_of_time = found
+            if len(parts) == len(groups):
+                plans.append(GroupPlan(groups, level, tuple(parts)))
+            timed_out += out_of_time
+        stopped = own.stopped
+    left = []
+    if tried < total:
+        why = "interrupted by Ctrl-C" if stopped else _ran_out(options)
+        left.append(f"{total - tried:,} of {total:,} partly fused plans not tried ({why} after {len(solved)} distinct "
+                    f"groups were solved)")
+    if timed_out:
+        left.append(f"{timed_out:,} plans without a schedule for a group whose solve ran out of time")
+    if left:
+        log.info("partly fused plans: %s", "; ".join(left))
+    return tuple(plans), "; ".join(left)
+
+
+def _plan_keys(graph: WorkloadGraph, arch: Architecture, homes: dict[str, str]):
+    """Every plan, one at a time: its groups, the level of the intermediates between them, and per group its key
+    (:func:`_group_key`)."""
     inter = set(graph.intermediates)
     for groups in contiguous_groups(len(graph.einsums)):
         for h in range(arch.depth - 1):
             level = arch.levels[h].name
             between = {t for t in inter if not any(_inside(graph, g, t) for g in groups)}
             plan_homes = dict(homes) | {t: level for t in between}
-            parts = []
-            for g in groups:
-                part = _solve_group(graph, g, arch, plan_homes, options)
-                if part is None:
-                    break
-                parts.append(part)
-            else:
-                yield GroupPlan(groups, level, tuple(parts))
+            yield groups, level, tuple(_group_key(graph, g, plan_homes) for g in groups)
+
+
+def _ran_out(options: SolveOptions) -> str:
+    return "the time limit ran out" if options.time_limit is None else \
+        f"the time limit of {options.time_limit:g} s ran out"
+
+
+def _group_key(graph: WorkloadGraph, group: tuple[int, ...], homes: dict[str, str]):
+    """What a group's solve depends on: the group, and the homes of its einsums' tensors."""
+    names = {t.name for i in group for t in graph.einsums[i].tensors}
+    return group, tuple(sorted((t, h) for t, h in homes.items() if t in names))
 
 
 def _inside(graph: WorkloadGraph, group: tuple[int, ...], tensor: str) -> bool:
@@ -310,27 +395,36 @@ def _inside(graph: WorkloadGraph, group: tuple[int, ...], tensor: str) -> bool:
     return made and used
 
 
-def _solve_group(graph, group, arch, homes, options):
+def _solve_group(graph: WorkloadGraph, key, arch: Architecture, options: SolveOptions) -> tuple[object, bool]:
+    """One einsum alone (a SolveResult) or a group fused at its best level (a FusedOutcome), or None where none
+    has a schedule; and whether a solve ran out of time (or was stopped) without one. The fusion levels share
+    the active budget as the chain's options do."""
+    group, homes = key[0], dict(key[1])
     if len(group) == 1:
         w = graph.stage(group[0])
         try:
-            return solve(Problem(w, arch, tuple((t, h) for t, h in homes.items() if t in w.tensor_names)),
-                         options=options)
+            return solve(Problem(w, arch, tuple(homes.items())), options=options), False
+        except (SolverTimeout, Interrupted):
+            return None, True
         except MapsearchError:
-            return None
+            return None, False
     sub = subgraph(graph, group)
-    names = {t.name for e in sub.einsums for t in e.tensors}
-    outcomes = [solve_fused(sub, arch, {t: h for t, h in homes.items() if t in names}, f, options)
-                for f in range(1, arch.depth)]
+    levels = range(1, arch.depth)
+    turn = _turns(budget.current(), len(levels))
+    outcomes = [turn(lambda f=f: solve_fused(sub, arch, homes, f, options)) for f in levels]
     done = [o for o in outcomes if o.schedule is not None]
-    return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)) if done else None
+    if not done:
+        return None, any(o.status in ("TIMEOUT", "INTERRUPTED") for o in outcomes)
+    return min(done, key=lambda o: (o.schedule.predicted.time, o.schedule.predicted.words_total)), False
 
 
 def solve_teaal(graph: WorkloadGraph, arch: Architecture, spec: TeaalSpec, options: SolveOptions) -> ChainResult:
-    """Each einsum alone (unfused) with its TeAAL mapping constraints."""
+    """Each einsum alone (unfused) with its TeAAL mapping constraints, within one ``options.time_limit`` shared
+    as :func:`solve_unfused` shares it (each einsum had the whole limit)."""
     start = time.perf_counter()
     constraints = spec.constraints(arch)
-    stages = []
-    for i, c in enumerate(constraints):
-        stages.append(solve(Problem(graph.stage(i), arch, ()), c, options))
-    return ChainResult(graph, arch, (), UnfusedOutcome(tuple(stages)), "", time.perf_counter() - start)
+    with budget.within(_hard(options)) as whole:
+        turn = _turns(whole, len(constraints))
+        stages = tuple(turn(lambda i=i, c=c: solve(Problem(graph.stage(i), arch, ()), c, options))
+                       for i, c in enumerate(constraints))
+    return ChainResult(graph, arch, (), UnfusedOutcome(stages), "", time.perf_counter() - start)

@@ -7,16 +7,27 @@ returned and collects one :class:`StageCheck` per schedule;
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from mapsearch.schedule.figures import Figures, differences
-from mapsearch.sim.errors import SimulatorError
+from mapsearch.schedule.fused import FusedSchedule
+from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.counters import ReplayResult
+from mapsearch.sim.errors import SimulatorError, WalkTooLong
+from mapsearch.sim.pieces import piece_tables
 from mapsearch.sim.replay import replay, replay_unfused
 from mapsearch.solve.chain import ChainResult, UnfusedOutcome
 from mapsearch.spec.reading import fraction_to_json
 
-__all__ = ["StageCheck", "ChainReplay", "replay_checks"]
+__all__ = ["StageCheck", "ChainReplay", "replay_checks", "fused_walk_tiles", "duration_text", "FUSED_TILES_PER_SECOND"]
+
+# The count walk of a fused schedule visits every tile of every level it counts at (sim/fused.py), with no fold
+# of repeated loop bodies as one einsum's walk has: about 5 M tiles a second on this project's 2-core machines
+# (AlexNet's 8 einsums fused at AccelForge simple's GlobalBuffer: 166 M of its 604 M tiles in 30 s, 3 M a second
+# on a machine loaded twice over).
+FUSED_TILES_PER_SECOND = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,8 @@ class StageCheck:
     error: str = ""  # the simulator refused it (one line)
     data_ok: bool | None = None
     max_abs_error: float | None = None
+    not_run: bool = False  # the walk would take too long: ``error`` says why; neither checked nor refuted
+    option: str = ""  # the option whose schedule it is, as ChainResult.best names them ("fused at L1", "unfused")
 
     @property
     def ok(self) -> bool:
@@ -46,63 +59,136 @@ class ChainReplay:
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
+    def failures(self, best: str) -> tuple[StageCheck, ...]:
+        """The checks that fail the solve whose best option is ``best``: every disagreement or refusal, and a
+        walk not run of ``best``'s own schedules. Another option's walk not run is reported, not fatal: the best
+        schedule was checked."""
+        return tuple(c for c in self.checks if not c.ok and not (c.not_run and c.option != best))
 
-def replay_checks(result: ChainResult, mode: str) -> ChainReplay:
-    """Replay the best fused schedule and each unfused stage in ``mode``; compare with the predictions."""
+
+def replay_checks(result: ChainResult, mode: str, max_cells: int | None = None, max_fused_tiles: int | None = None,
+                  max_other_fused_tiles: int | None = None) -> ChainReplay:
+    """Replay the best fused schedule and each unfused stage in ``mode``; compare with the predictions.
+
+    In count mode, ``max_cells`` bounds each single-einsum walk with spatial
+    splits (``replay(..., max_cells=)``) and ``max_fused_tiles`` the walk of
+    a fused schedule of the best option (:func:`fused_walk_tiles`, known
+    before it starts); ``max_other_fused_tiles`` that of the best fused
+    schedule where another option is best (its check does not decide what
+    is written). A walk past its bound is not run, and its check says so
+    (``not_run``).
+    """
     checks = []
     notes = []
+    bounded = mode == "count"
+    walk = _Walks(mode, {"max_cells": max_cells} if bounded and max_cells is not None else {})
+    fused_limit = max_fused_tiles if bounded else None
+    best_name = result.best if result.candidates() else ""
     best = result.best_fused()
     if best is not None:
-        fs = best.schedule
         name = f"fused at {best.level}"
-        try:
-            r = replay(fs, mode=mode)
-        except SimulatorError as e:
-            checks.append(StageCheck(name, fs.predicted, None, error=" ".join(str(e).split())))
-        else:
-            checks.append(StageCheck(name, fs.predicted, r.figures, tuple(differences(fs.predicted, r.figures)),
-                                     data_ok=r.data_ok, max_abs_error=r.max_abs_error))
-    options = [("unfused", result.unfused)] + [(f"materialized at {level}", o)
+        limit = None if not bounded else max_fused_tiles if name == best_name else max_other_fused_tiles
+        checks.append(_check(name, name, best.schedule, walk, limit))
+    outcomes = [("unfused", result.unfused)] + [(f"materialized at {level}", o)
                                                 for level, o, _ in result.materialized if o is not None]
-    for label, outcome in options:
+    for label, outcome in outcomes:
         if outcome is not None:
-            _check_unfused(result, label, outcome, mode, checks, notes)
-    best_name = result.best if result.candidates() else ""
+            _check_unfused(result, label, outcome, walk, checks, notes)
     for plan in result.plans:
         if plan.name == best_name:  # the best plan: replay each of its groups
             for i, part in enumerate(plan.parts):
-                sched = part.schedule
-                try:
-                    r = replay(sched, mode=mode)
-                except SimulatorError as e:
-                    checks.append(StageCheck(f"{plan.name} [{i}]", sched.predicted, None, error=" ".join(str(e).split())))
-                    continue
-                checks.append(StageCheck(f"{plan.name} [{i}]", sched.predicted, r.figures,
-                                         tuple(differences(sched.predicted, r.figures)), data_ok=r.data_ok,
-                                         max_abs_error=r.max_abs_error))
+                checks.append(_check(f"{plan.name} [{i}]", plan.name, part.schedule, walk, fused_limit))
     return ChainReplay(mode, tuple(checks), tuple(notes))
 
 
-def _check_unfused(result: ChainResult, label: str, outcome: UnfusedOutcome, mode: str, checks: list, notes: list) -> None:
+class _Walks:
+    """``replay`` in one mode, each distinct schedule once: a materialized option's stages are often the unfused
+    ones (a chain without intermediates: MobileNet-V3's 65 einsums on AccelForge's ``simple``, 192 walks and 27 s
+    for 65 schedules)."""
+
+    def __init__(self, mode: str, options: dict):
+        self.mode = mode
+        self.options = options  # max_cells: it bounds the walk of one einsum
+        self.done: dict = {}
+
+    def __call__(self, schedule: Schedule | FusedSchedule) -> ReplayResult:
+        if schedule not in self.done:
+            options = {} if isinstance(schedule, FusedSchedule) else self.options
+            self.done[schedule] = replay(schedule, mode=self.mode, **options)
+        return self.done[schedule]
+
+    def unfused(self, graph, stages: list[Schedule]):
+        run = replay_unfused(graph, stages, self.mode, **self.options)
+        self.done.update(zip(stages, run.stages))
+        return run
+
+
+def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Walks,
+           max_fused_tiles: int | None) -> StageCheck:
+    """One schedule of ``option`` replayed against its prediction; a fused one past ``max_fused_tiles`` is not
+    walked."""
+    if isinstance(schedule, FusedSchedule):
+        tiles = 0 if max_fused_tiles is None else fused_walk_tiles(schedule)
+        if max_fused_tiles is not None and tiles > max_fused_tiles:
+            return StageCheck(name, schedule.predicted, None, error=_too_many_tiles(tiles, max_fused_tiles),
+                              not_run=True, option=option)
+    try:
+        r = walk(schedule)
+    except SimulatorError as e:
+        return StageCheck(name, schedule.predicted, None, error=" ".join(str(e).split()),
+                          not_run=isinstance(e, WalkTooLong), option=option)
+    return StageCheck(name, schedule.predicted, r.figures, tuple(differences(schedule.predicted, r.figures)),
+                      data_ok=r.data_ok, max_abs_error=r.max_abs_error, option=option)
+
+
+def fused_walk_tiles(fs: FusedSchedule) -> int:
+    """The tiles the count walk of ``fs`` visits (sim/fused.py): per stage, every tile of each level that keeps a
+    tensor, and of the innermost level. Counted from the piece tables, without walking."""
+    total = 0
+    for st in fs.stages:
+        tables = piece_tables(st)
+        inner = st.architecture.depth - 1
+        for i in range(st.architecture.depth):
+            if i == inner or any(st.keeps(t, i) for t in st.workload.tensor_names):
+                total += math.prod(tables.count(i, k) for k in range(len(tables.dims)))
+    return total
+
+
+def _too_many_tiles(tiles: int, limit: int) -> str:
+    return (f"the count replay would walk {tiles:,} tiles ({duration_text(tiles / FUSED_TILES_PER_SECOND)} at the "
+            f"{FUSED_TILES_PER_SECOND:,} a second of a 2-core machine), more than its limit of {limit:,}: a fused "
+            "schedule is walked tile by tile (sim/fused.py), so this one is neither checked nor refuted")
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a message says how long a walk takes: "under a second", "about 40 s", "about 22 minutes"."""
+    if seconds < 1:
+        return "under a second"
+    return f"about {seconds:.0f} s" if seconds < 120 else f"about {seconds / 60:,.0f} minutes"
+
+
+def _check_unfused(result: ChainResult, label: str, outcome: UnfusedOutcome, walk: _Walks, checks: list,
+                   notes: list) -> None:
     """Replay each einsum of an unfused option; compare stage by stage and the total time."""
     stages = [s.schedule for s in outcome.stages]
     try:
         if label == "unfused":
-            run = replay_unfused(result.graph, stages, mode)
+            run = walk.unfused(result.graph, stages)
             results, total_time, words = run.stages, run.time, run.figures.words_total
         else:  # materialized below the top: each stage's schedule replays on its own
-            results = [replay(st, mode=mode) for st in stages]
+            results = [walk(st) for st in stages]
             total_time = sum((r.figures.time for r in results), Fraction(0))
             words = sum(r.figures.words_total for r in results)
     except SimulatorError as e:
-        checks.append(StageCheck(label, stages[0].predicted, None, error=" ".join(str(e).split())))
+        checks.append(StageCheck(label, stages[0].predicted, None, error=" ".join(str(e).split()),
+                                 not_run=isinstance(e, WalkTooLong), option=label))
         return
     for i, (st, r) in enumerate(zip(stages, results)):
         checks.append(StageCheck(f"{label} [{i}] {st.workload.einsum.text()}", st.predicted, r.figures,
                                  tuple(differences(st.predicted, r.figures)), data_ok=r.data_ok,
-                                 max_abs_error=r.max_abs_error))
+                                 max_abs_error=r.max_abs_error, option=label))
     if total_time != outcome.time:
         checks.append(StageCheck(f"{label} (total time)", stages[0].predicted, results[0].figures,
-                                 (("time", outcome.time, total_time),)))
+                                 (("time", outcome.time, total_time),), option=label))
     else:
         notes.append(f"{label} total: time {fraction_to_json(total_time)} (sum of the stages), words {words:,}")

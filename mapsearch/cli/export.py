@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mapsearch.cli.paths import output_path
 from mapsearch import api
 from mapsearch.atomic import check_writable, write_text_atomic
 from mapsearch.errors import MapsearchError
@@ -36,7 +37,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument(
         "--format", metavar="FORMAT", default="loopnest", help="one of " + "|".join(EXPORT_FORMATS) + " (default loopnest)"
     )
-    p.add_argument("-o", "--output", metavar="FILE|DIR",
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE|DIR",
                    help="write here (atomically) instead of to stdout; a DIR (no .yaml suffix) for timeloop and "
                    "accelforge gets problem/arch/mapping (timeloop) or arch/workload/mapping (accelforge) .yaml")
     return p

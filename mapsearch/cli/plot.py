@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mapsearch.cli.paths import output_path
 from mapsearch.report.plots import PLOT_KINDS, load_rows, plot_rows
 
 __all__ = ["add_parser", "run"]
@@ -33,7 +34,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     p.add_argument("--param", metavar="PATH", help="the swept parameter for --kind parameter, e.g. "
                    "architectures.L1.capacity")
     p.add_argument("--link", metavar="NAME", help="the link the lower bound is for (--kind lower-bound)")
-    p.add_argument("-o", "--output", metavar="FILE.png", help="where to write (default: KIND.png beside RESULTS)")
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE.png", help="where to write (default: KIND.png beside RESULTS)")
     return p
 
 

@@ -35,6 +35,7 @@ import logging
 import sys
 from typing import Any
 
+from mapsearch.cli.paths import output_path
 from mapsearch import api
 from mapsearch.cli import solve_chain, solve_sparse
 from mapsearch.atomic import check_writable
@@ -106,7 +107,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
                        help="warm start: a schedule file (as written by -o, e.g. a neighbour's: the same workload on a "
                        "slightly different architecture) that hints the search; it never changes the optimum, and a "
                        "schedule that is not one of this problem's is ignored (--debug says why)")
-    solve.add_argument("-o", "--output", metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
+    solve.add_argument("-o", "--output", type=output_path, metavar="SCHEDULE.json", help="write the schedule here (only once the replay agreed)")
     solve.add_argument("--json", action="store_true", help="print a JSON report instead of text")
     solve.add_argument("-q", "--quiet", action="store_true",
                        help="no progress line (it shows on a terminal: phase, best time and words, bound, gap)")

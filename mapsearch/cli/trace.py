@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from mapsearch.cli.paths import output_path
 from mapsearch import api
 
 __all__ = ["FORMATS", "add_parser", "run"]
@@ -32,7 +33,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     p.add_argument("schedule", metavar="SCHEDULE.json", help="schedule file (its architecture may carry a dram: entry)")
     p.add_argument("--format", metavar="FORMAT", default="ramulator2", help="one of " + "|".join(FORMATS) + " (default ramulator2)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the trace here (streamed; without it only the counts are printed)")
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE", help="write the trace here (streamed; without it only the counts are printed)")
     p.add_argument("--layouts", metavar="FILE.yaml", help="layouts, element order and optionally dram: (see docs/dram.md)")
     p.add_argument("--dram", metavar="PRESET", help="a DRAM preset (ddr4-3200, hbm2) replacing the architecture's dram entry")
     p.add_argument("--element-bytes", metavar="N", type=int, help="bytes per element (overrides the DRAM spec)")

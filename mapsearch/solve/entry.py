@@ -92,9 +92,14 @@ def _exact(name: str, value: Number, expected: str) -> Fraction:
     return x
 
 
+MAX_SECONDS = 10**7  # about 116 days: a limit beyond it is a typo, and 1e308 overflowed the walk's cell limit
+
+
 def _seconds(name: str, value: float, expected: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise UsageError(name, expected, value)
+    if value > MAX_SECONDS:
+        raise UsageError(name, f"at most {MAX_SECONDS:,} seconds", value)
     return float(value)
 
 

@@ -217,7 +217,6 @@ class _EventReplay:
         self.groups = {(t, i): self.layout.group(i, t) for t, i in self.kept}
         self.placement = {(t, i): buffer_stream(schedule, t, i) for t, i in self.kept}
         self.pieces = {(t, i): schedule.buffer_pieces(t, i) for t, i in self.kept}
-        self.split_of = {(sp.level, sp.dim): (c, sp.part) for c, sp in enumerate(self.layout.splits)}
 
     def _build(self, kernel: Callable | None) -> None:
         """Caches bottom-up, one per instance; one link per parent instance, shared by its children."""
@@ -385,7 +384,7 @@ class _EventReplay:
                     break
                 lo, size = piece[k]
                 if cut:
-                    c, part = self.split_of[(pick + 1, d)]
+                    c, part = self.layout.split_of[(pick + 1, d)]
                     off = int(self.layout.digits[level][x, c]) * part
                     lo, size = lo + off, min(part, size - off)
                     if size <= 0:

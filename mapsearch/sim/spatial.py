@@ -76,6 +76,8 @@ class Layout:
             parent = extent if i == 0 else schedule.tile_extents(i - 1)
             for sp in lm.spatial:
                 self.splits.append(Split(i, sp.dim, sp.part, sp.axis, -(-parent[sp.dim] // sp.part)))
+        # (level, dim) -> (split column, part): where a placed buffer cuts its piece to its instance's part.
+        self.split_of = {(sp.level, sp.dim): (c, sp.part) for c, sp in enumerate(self.splits)}
         nsplit = len(self.splits)
         classes = split_classes(schedule, self.splits) if collapse else [
             [(q, 1) for q in range(s.factor)] for s in self.splits]

@@ -102,7 +102,7 @@ class _Folder:
             pieces = schedule.buffer_pieces(tr.tensor, tr.level)
             self.pick[id(tr)] = [pick for pick, _ in pieces]
             # Per dimension, (split column, part) when the buffer holds its instance's part of the piece.
-            self.cut[id(tr)] = [walk.split_of[(pick + 1, dims[e])] if cut else None
+            self.cut[id(tr)] = [walk.lay.split_of[(pick + 1, dims[e])] if cut else None
                                 for e, (pick, cut) in enumerate(pieces)]
 
     # -- steps ------------------------------------------------------------------------------------------

@@ -64,8 +64,9 @@ WALK_CELLS_PER_SECOND = 200_000
 _I64 = np.int64
 
 
-def _held_pieces(walk: "SpatialWalk", tensor: str, level: int, starts, sizes):
-    """``(start, size)`` per dimension of the pieces a placed buffer holds, or None at the default position.
+def _held_plan(schedule: Schedule, lay: Layout, tensor: str, level: int):
+    """How a placed buffer reads its pieces, once per walk: per dimension ``(pick, its instances' ancestors
+    there, (offset per instance, part) or None)``; None at the default position.
 
     As in :mod:`mapsearch.sim.placed`, along each dimension the piece of the
     innermost loop over it outside the buffer
@@ -74,17 +75,26 @@ def _held_pieces(walk: "SpatialWalk", tensor: str, level: int, starts, sizes):
     instance's part where the split below that level is outside the buffer
     too (docs/spatial.md, "Buffer placement at and below the mesh").
     """
-    schedule, lay = walk.schedule, walk.lay
-    if schedule.position(tensor, level) == level * walk.nd:
+    if schedule.position(tensor, level) == level * len(schedule.workload.dims):
         return None
-    out_start, out_size = [], []
-    for k, (pick, cut) in enumerate(schedule.buffer_pieces(tensor, level)):
-        anc = lay.ancestor(level, pick)
-        lo, size = starts[pick][k][:, anc], sizes[pick][k][:, anc]
+    plan = []
+    for d, (pick, cut) in zip(schedule.workload.dims, schedule.buffer_pieces(tensor, level)):
+        part = None
         if cut:
-            c, part = walk.split_of[(pick + 1, schedule.workload.dims[k])]
-            off = lay.digits[level][:, c][None, :] * part
-            size = np.clip(size - off, 0, part)
+            c, size = lay.split_of[(pick + 1, d)]
+            part = (lay.digits[level][:, c][None, :] * size, size)
+        plan.append((pick, lay.ancestor(level, pick), part))
+    return plan
+
+
+def _held_pieces(plan, starts, sizes):
+    """``(start, size)`` per dimension of the pieces a placed buffer holds this chunk (:func:`_held_plan`)."""
+    out_start, out_size = [], []
+    for k, (pick, anc, part) in enumerate(plan):
+        lo, size = starts[pick][k][:, anc], sizes[pick][k][:, anc]
+        if part is not None:
+            off, extent = part
+            size = np.clip(size - off, 0, extent)
             lo = np.where(size > 0, lo + off, 0)
         out_start.append(lo)
         out_size.append(size)
@@ -145,9 +155,9 @@ class SpatialWalk:
         self.vt = virtual_tables(schedule, self.lay)
         self.block = np.array([arch.compute.block_extent(d) for d in wl.dims], _I64)
         self.paths = [[self.lay.path(i, d) for d in wl.dims] for i in range(self.depth)]
-        self.split_of = {(sp.level, sp.dim): (c, sp.part) for c, sp in enumerate(self.lay.splits)}
         self.trackers = {(t, i): Tracker(schedule, self.lay, t, i)
                          for i in range(1, self.depth) for t in wl.tensor_names if schedule.keeps(t, i)}
+        self.held = {key: _held_plan(schedule, self.lay, *key) for key in self.trackers}
         self.chunk = max(64, CHUNK_CELLS // max(self.lay.count))
         self.everyone = self.lay.weight(self.inner, range(len(self.lay.splits)))  # the L0 instances each walked one stands for
         self.op_calls = 0
@@ -187,10 +197,11 @@ class SpatialWalk:
                 if tr is None:
                     continue
                 keeper = self.trackers.get((t, tr.src))
-                held = _held_pieces(self, t, i, starts, sizes)
-                if held is None:
+                plan = self.held[(t, i)]
+                if plan is None:
                     tr.feed(self.base, active, tr.regions(start, size), keeper.change if keeper is not None else None)
                 else:  # a placed buffer wants its region wherever it has one, active at this level or not
+                    held = _held_pieces(plan, starts, sizes)
                     mine = np.ones(held[1][0].shape, bool)
                     for z in held[1]:
                         mine &= z > 0

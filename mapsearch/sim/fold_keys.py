@@ -43,19 +43,7 @@ def move(carry: np.ndarray, g: np.ndarray, times: int) -> np.ndarray:
 
 def keys_in(seen, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Coordinates ``(instance, lo per axis)`` of the keys of ``seen`` whose ``lo`` lies in the box."""
-    radix = seen.radix
-    lo_c = np.maximum(lo, 0)
-    hi_c = np.minimum(hi, np.array(radix[1:], _I64) - 1)
-    if (lo_c > hi_c).any():
-        return np.zeros((len(radix), 0), _I64)
-    if seen.dense is not None:
-        block = seen.dense.reshape(radix)[(slice(None),) + tuple(slice(a, b + 1) for a, b in zip(lo_c, hi_c))]
-        coords = np.array(np.nonzero(block), _I64).reshape(len(radix), -1)
-        coords[1:] += lo_c[:, None]
-        return coords
-    coords = np.array(np.unravel_index(seen.keys, radix), _I64).reshape(len(radix), -1)
-    inside = ((coords[1:] >= lo_c[:, None]) & (coords[1:] <= hi_c[:, None])).all(axis=0)
-    return coords[:, inside]
+    return seen.box_coords(lo, hi)
 
 
 def in_union(coords: np.ndarray, lo: np.ndarray, hi: np.ndarray, g: np.ndarray, bodies: int) -> np.ndarray:

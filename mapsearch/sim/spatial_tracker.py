@@ -13,46 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.sim.key_set import Seen
 from mapsearch.sim.spatial import Layout
 
 _I64 = np.int64
 END = np.iinfo(np.int64).max // 2  # the step of the final stores
-# A set of output keys is a bitmap up to this many possible keys (one byte each), else a sorted array.
-DENSE_KEYS = 1 << 26
-
-
-class Seen:
-    """The (instance, region) keys an output's buffer entered: a set of ``ravel_multi_index`` keys over ``radix``.
-
-    ``added`` lists, per call of :meth:`add`, the keys that were new then, so a
-    caller can read which keys a stretch of the walk added (``added[mark:]``).
-    """
-
-    def __init__(self, radix: tuple[int, ...]):
-        self.radix = radix
-        size = 1
-        for r in radix:
-            size *= r
-        self.dense = np.zeros(size, bool) if size <= DENSE_KEYS else None
-        self.keys = np.zeros(0, _I64)  # the sparse form's sorted keys
-        self.added: list[np.ndarray] = []
-
-    def contains(self, keys: np.ndarray) -> np.ndarray:
-        if self.dense is not None:
-            return self.dense[keys]
-        return np.isin(keys, self.keys)
-
-    def add(self, keys: np.ndarray) -> None:
-        """Add ``keys`` (any order, repeats allowed); the new ones go to :attr:`added`."""
-        new = np.unique(keys)
-        new = new[~self.contains(new)]
-        if not len(new):
-            return
-        if self.dense is not None:
-            self.dense[new] = True
-        else:
-            self.keys = np.union1d(self.keys, new)
-        self.added.append(new)
 
 
 def sum_by(copy: np.ndarray, values: np.ndarray, ncopies: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mapsearch.schedule.figures import differences
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.sim import spatial_fold
+from mapsearch.sim import key_set, spatial_fold
 from mapsearch.sim.errors import CapacityError
 from mapsearch.sim.spatial_fold import walk_folded
 from mapsearch.sim.walk_spatial import SpatialWalk, count_spatial
@@ -76,6 +76,16 @@ def agree(s: Schedule):
 @pytest.mark.parametrize("seed", range(40))
 def test_folding_changes_no_figure(seed: int, monkeypatch) -> None:
     monkeypatch.setattr(spatial_fold, "LEAF_CELLS", 1)
+    agree(random_long(random.Random(seed)))
+
+
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_folding_with_the_output_keys_in_cells_changes_no_figure(seed: int, monkeypatch) -> None:
+    """The same with every output key set keeping its coarse map of small cells (sim/key_set.py), which
+    large outputs keep: the fold's box queries then read occupied cells only."""
+    monkeypatch.setattr(spatial_fold, "LEAF_CELLS", 1)
+    monkeypatch.setattr(key_set, "INDEXED_KEYS", 0)
+    monkeypatch.setattr(key_set, "CELL_KEYS", 4)
     agree(random_long(random.Random(seed)))
 
 

@@ -328,9 +328,7 @@ def position_choices(w: Workload, arch: Architecture, keeps) -> list[dict[tuple[
         return [{}]
     D = len(w.dims)
     first = meshed_level(arch)
-    probe = make_schedule(w, arch, {}, {d: (1,) * (arch.depth - 1) for d in w.dims}, {}, [()] * (arch.depth - 1),
-                          {t: frozenset() for t in w.tensor_names})
-    ranges = {i: position_range(probe, i) for i in range(1, arch.depth)}
+    ranges = {i: position_range(arch, D, i) for i in range(1, arch.depth)}
     per_tensor = []
     for t in w.tensor_names:
         levels = sorted(i for i in keeps[t] if MESHED_POSITIONS or i < first)

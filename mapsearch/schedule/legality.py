@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from mapsearch.errors import ScheduleError
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.spec.architecture import Architecture
 
 
 def tiling_violations(s: Schedule) -> list[str]:
@@ -167,8 +168,9 @@ def position_violations(s: Schedule) -> list[str]:
     return out
 
 
-def position_range(s: Schedule, level: int) -> tuple[int, int]:
-    """The positions a buffer at ``level`` may take when the schedule has spatial splits: ``(lo, hi)``.
+def position_range(architecture: Architecture, n_dims: int, level: int) -> tuple[int, int]:
+    """The positions a buffer at ``level`` may take when a schedule of ``n_dims`` dimensions on
+    ``architecture`` has spatial splits: ``(lo, hi)``.
 
     Every meshed level ``m`` has its spatial loops at nest position
     ``(m-1)*D``, before its own temporal loops. A buffer of a level with
@@ -177,10 +179,10 @@ def position_range(s: Schedule, level: int) -> tuple[int, int]:
     spatial loops of the meshed levels below it (``hi``), whose instances it
     serves whole (docs/spatial.md, "Buffer placement at and below the mesh").
     """
-    D = len(s.workload.dims)
-    meshed = [m for m, lv in enumerate(s.architecture.levels) if lv.instances > 1]
+    D = n_dims
+    meshed = [m for m, lv in enumerate(architecture.levels) if lv.instances > 1]
     lo = max(((m - 1) * D for m in meshed if m <= level), default=0)
-    hi = min(((m - 1) * D for m in meshed if m > level), default=(len(s.levels) - 1) * D)
+    hi = min(((m - 1) * D for m in meshed if m > level), default=architecture.depth * D - D)
     return lo, hi
 
 
@@ -190,7 +192,7 @@ def _meshed_position_violations(s: Schedule) -> list[str]:
     out = []
     for i, lm in enumerate(s.levels):
         for t, p in lm.positions:
-            lo, hi = position_range(s, i)
+            lo, hi = position_range(s.architecture, len(s.workload.dims), i)
             if not lo <= p <= hi:
                 out.append(f"levels[{i}].positions.{t}: with spatial splits a buffer at {lm.level} sits inside the "
                            f"spatial loops of the meshed levels at or above it and outside those below it "

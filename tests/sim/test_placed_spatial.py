@@ -61,7 +61,7 @@ def place_anywhere(s: Schedule, rng: random.Random) -> Schedule:
         for i in range(1, len(s.levels)):
             if not s.keeps(t, i):
                 continue
-            lo, hi = position_range(s, i)
+            lo, hi = position_range(s.architecture, len(s.workload.dims), i)
             p = rng.randint(max(lo, lowest), hi)
             lowest = p
             if p != i * len(s.workload.dims):

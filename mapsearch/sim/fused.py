@@ -17,11 +17,12 @@
   values through the tiles; the chain's final outputs are compared with numpy
   computed einsum by einsum, and no intermediate word may cross a link at or
   above ``f``.
-- ``"count"``: the vectorised walk of :mod:`mapsearch.sim.walk` per stage
-  (its tile sequence is the stage's own loop nest, which is what the fused run
-  visits), with every level below ``f`` re-entering its regions at the start
-  of each sub-nest run (the run of a level-``i`` tile is its level-``f``
-  ancestor). No formula: region changes along the visited sequence.
+- ``"count"``: :mod:`mapsearch.sim.fused_count`: per stage the walk of its
+  own loop nest (what the fused run visits), tile by tile or, for a large
+  stage, folded over repeated loop bodies (:mod:`mapsearch.sim.walk_folded`),
+  with every level below ``f`` re-entering its regions at the start of each
+  sub-nest run (the run of a level-``i`` tile is its level-``f`` ancestor).
+  No formula: region changes along the visited sequence.
 
 Figures: per link the words of every tensor (intermediates are listed only
 on links below ``f``), op calls and compute time summed over the einsums,
@@ -365,131 +366,6 @@ class _FusedEvents:
         )
 
 
-# ---------------------------------------------------------------- count
-def _count_figures(fs: FusedSchedule, chunk: int | None = None) -> Figures:
-    from mapsearch.sim.pieces import CHUNK, check_capacity, piece_tables, tile_chunks
-    from mapsearch.sim.buffers import BufferCounter, chunk_calls, route
-
-    _check(fs)
-    chunk = CHUNK if chunk is None else chunk
-    g, arch, f = fs.graph, fs.architecture, fs.fusion_level
-    depth = arch.depth
-    inner = depth - 1
-    names = chain_tensor_names(g)
-    inter = set(g.intermediates)
-    down = [dict.fromkeys(names, 0) for _ in range(depth)]
-    up = [dict.fromkeys(names, 0) for _ in range(depth)]
-    op_calls = 0
-    # Occupancy pieces: allocations at levels <= f (all stages at once); per stage below f.
-    shared_alloc: list[list[tuple[str, int]]] = [[] for _ in range(depth)]
-    owner: dict[str, int] = {}
-    for n, e in enumerate(g.einsums):
-        for t in e.tensors:
-            owner.setdefault(t.name, n)
-    for t in names:
-        if t not in inter:
-            st = fs.stages[owner[t]]
-            shared_alloc[st.home(t)].append((f"{t} (home)", st.workload.tensor_words(t)))
-    stage_alloc: list[list[list[tuple[str, int]]]] = [[[] for _ in range(depth)] for _ in fs.stages]
-    for e, st in enumerate(fs.stages):
-        wl = st.workload
-        tables = piece_tables(st)
-        nd = len(tables.dims)
-        block = [arch.compute.block_extent(d) for d in tables.dims]
-        # anc[i][k]: the level-f piece of dim k that each level-i piece lies in.
-        anc: dict[int, list[np.ndarray]] = {}
-        for i in range(f + 1, depth):
-            per = []
-            for k in range(nd):
-                m = np.arange(tables.count(i, k), dtype=np.int64)
-                for lvl in range(i, f, -1):
-                    parent = np.repeat(np.arange(tables.count(lvl - 1, k), dtype=np.int64), tables.n_children[lvl - 1][k])
-                    m = parent[m]
-                per.append(m)
-            anc[i] = per
-        radix_f = tuple(tables.count(f, k) for k in range(nd))
-        for i in range(depth):
-            counters = {t: BufferCounter(st, tables, t, i) for t in wl.tensor_names if st.keeps(t, i)}
-            calls_per_piece = [-(-tables.size[i][k] // block[k]) for k in range(nd)] if i == inner else None
-            if not counters and calls_per_piece is None:
-                continue
-            prev_run = None
-            for pid in tile_chunks(st, tables, i, chunk):
-                start = None
-                if i > f:
-                    run = np.ravel_multi_index(tuple(anc[i][k][pid[k]] for k in range(nd)), radix_f)
-                    start = np.zeros(pid.shape[1], bool)
-                    start[1:] = run[1:] != run[:-1]
-                    start[0] = prev_run is None or int(run[0]) != prev_run
-                    prev_run = int(run[-1])
-                for c in counters.values():
-                    _feed(c, pid, start)
-                if calls_per_piece is not None:
-                    op_calls += chunk_calls(pid, calls_per_piece)
-            for t, c in counters.items():
-                (shared_alloc[i] if i <= f else stage_alloc[e][i]).append((t, c.largest))
-                route(c, st.keeper_above(t, i), i, t, down, up)
-    for t in g.intermediates:
-        p = fs.stages[owner[t]]
-        shared_alloc[f].append((f"{t} (fused)", p.workload.tensor(t).words(p.tile_extents(f))))
-    occupancy = []
-    for i, level in enumerate(arch.levels):
-        if i <= f:
-            words = check_capacity(level.name, level.capacity, shared_alloc[i])
-        else:
-            words = max(check_capacity(level.name, level.capacity, stage_alloc[e][i]) for e in range(len(fs.stages)))
-        occupancy.append((level.name, words))
-    links = []
-    for j in range(1, depth):
-        link = arch.levels[j].link
-        wd, wu = sum(down[j].values()), sum(up[j].values())
-        listed = [t for t in names if j > f or t not in inter]
-        links.append(LinkFigures(arch.link_name(j), wd, wu, Fraction(link.time(wd, wu)),
-                                 tuple(TensorTraffic(t, down[j][t], up[j][t]) for t in listed)))
-    return Figures(
-        links=tuple(links),
-        op_calls=op_calls,
-        compute_time=op_calls * Fraction(arch.compute.clocks_per_call),
-        macs=g.macs,
-        block_macs=arch.compute.block_macs,
-        occupancy=tuple(occupancy),
-        compute_instances=1,
-        busiest_calls=op_calls,
-    )
-
-
-def _feed(c, pid: np.ndarray, start: np.ndarray | None) -> None:
-    """``BufferCounter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region is the same."""
-    if start is None:
-        c.feed(pid)
-        return
-    n = pid.shape[1]
-    keys = c._keys(pid)
-    change = start.copy()
-    moved = change[1:]
-    for key in keys:
-        moved |= key[1:] != key[:-1]
-    change[0] |= c.prev is None or any(int(k[0]) != p for k, p in zip(keys, c.prev))
-    c.prev = [int(k[-1]) for k in keys]
-    idx = np.flatnonzero(change)
-    if len(idx) == 0:
-        return
-    at = pid[:, idx]
-    words = np.ones(len(idx), np.int64)
-    for terms in c.axes:
-        words *= sum(cf * (c.size[k][at[k]] - 1) for k, cf in terms) + 1
-    c.words += int(words.sum())
-    c.largest = max(c.largest, int(words.max()))
-    if c.is_output:
-        key = np.ravel_multi_index(tuple(at[k] for k in c.out_dims), c.radix)
-        pos = np.arange(c.entries, c.entries + len(idx), dtype=np.int64)
-        np.minimum.at(c.first_entry, key, pos)
-        seen_before = c.first_entry[key] < pos
-        c.reload += int(words[seen_before].sum())
-    c.entries += len(idx)
-    del n
-
-
 # ---------------------------------------------------------------- entry points
 def replay_fused(fs: FusedSchedule, mode: str = "events", *, seed: int = 0,
                  on_event: Callable[[Event], None] | None = None, chunk: int | None = None) -> ReplayResult:
@@ -503,7 +379,10 @@ def replay_fused(fs: FusedSchedule, mode: str = "events", *, seed: int = 0,
     if mode in ("data", "events-data"):
         return _FusedEvents(fs, True, seed, on_event).run()
     if mode == "count":
-        return ReplayResult(_count_figures(fs, chunk))
+        from mapsearch.sim.fused_count import count_fused  # it reads this module's chain helpers
+
+        _check(fs)
+        return ReplayResult(count_fused(fs, chunk))
     raise UnknownModeError(f"unknown fused replay mode {mode!r}; expected one of {sorted(FUSED_MODES)}")
 
 

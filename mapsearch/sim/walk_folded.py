@@ -35,6 +35,17 @@ way. Every figure is an exact integer; nothing is a closed-form traffic
 formula of the solver's, and ``tests/sim/test_walk_folded.py`` checks the
 fold against the tile-by-tile walk on random schedules (windows, placed
 buffers, remainders, homes, bypass, block ops, double buffering).
+
+The fused chain's count replay (:mod:`mapsearch.sim.fused_count`) folds each
+stage with one more rule (``fold_counts(..., runs_below=f)``): below the
+fusion level ``f`` every level-``f`` tile is a sub-nest run that starts
+empty, so for a buffer below ``f`` every step between two bodies of a loop
+of levels ``1..f`` (the level-``f`` tile changes there, and only there) is
+an entry, even into an equal region. The reload rule above is unchanged by
+it: a forced entry is one more entry of the step between bodies, reloading
+exactly when that step's regions were entered before.
+``tests/sim/test_fused_fold.py`` checks it against the fused tile walk and
+the events replay.
 """
 
 from __future__ import annotations
@@ -48,7 +59,7 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.buffers import figures_from_counts, level_occupancy, route
 from mapsearch.sim.spatial import compute_instances
 
-__all__ = ["fold_figures", "innermost_tiles"]
+__all__ = ["BufferCount", "fold_counts", "fold_figures", "innermost_tiles"]
 
 Region = tuple[tuple[int, int], ...]  # per axis: (lo, hi), relative to the body's piece starts
 
@@ -62,6 +73,7 @@ class _Buffer:
     axes: tuple[tuple[tuple[int, int], ...], ...]  # per axis: (dim index, coefficient) terms
     out_dims: frozenset[int] | None  # an output's dimensions; None for an input
     sees: int  # loops of the flat nest outside it (its position)
+    forced: int = 0  # loops ``k < forced`` start a new run at every step between bodies: an entry even if equal
 
     def region(self, sizes: Sequence[int]) -> Region:
         """The region it holds at the start of a body whose pieces have ``sizes``."""
@@ -142,8 +154,9 @@ class _Fold:
                 spans.append(self._still(buf, sizes))  # (spans of loops further in are never read)
                 continue
             shift = tuple(c * tile for c in self.coef[b][d])
-            into_full = _moved(f.first, shift) != f.last  # step from a full body into the next full one
-            into_last = _moved(l.first, shift) != f.last  # step from the last full body into the last
+            forced = k < buf.forced  # the step starts a new sub-nest run: an entry whatever the regions
+            into_full = forced or _moved(f.first, shift) != f.last  # step from a full body into the next full one
+            into_last = forced or _moved(l.first, shift) != f.last  # step from the last full body into the last
             steps_ff = n - 2
             words_ff = steps_ff * into_full * _words(f.first)
             words_fl = into_last * _words(l.first)
@@ -166,7 +179,13 @@ def _flat_loops(schedule: Schedule) -> list[_Loop]:
             for i in range(1, len(schedule.levels)) for d in schedule.levels[i].order]
 
 
-def _buffers(schedule: Schedule) -> list[_Buffer]:
+def _buffers(schedule: Schedule, runs_below: int | None = None) -> list[_Buffer]:
+    """Every kept buffer, levels top first, tensors in workload order (the walk's order).
+
+    With ``runs_below = f`` (a fused stage) each buffer holds its level's tile (the fused replay walks
+    level ``i``'s tiles for a buffer at level ``i``: no placement) and a buffer below ``f`` is forced to
+    enter at every step of the loops of levels ``1..f``.
+    """
     wl = schedule.workload
     dims = wl.dims
     out = []
@@ -177,7 +196,11 @@ def _buffers(schedule: Schedule) -> list[_Buffer]:
             access = wl.tensor(t)
             axes = tuple(tuple((dims.index(d), c) for d, c in ix.terms) for ix in access.indices)
             out_dims = frozenset(dims.index(d) for d in access.dims_in_order()) if wl.is_output(t) else None
-            out.append(_Buffer(t, i, axes, out_dims, schedule.position(t, i)))
+            if runs_below is None:
+                out.append(_Buffer(t, i, axes, out_dims, schedule.position(t, i)))
+            else:
+                forced = runs_below * len(dims) if i > runs_below else 0
+                out.append(_Buffer(t, i, axes, out_dims, i * len(dims), forced))
     return out
 
 
@@ -201,6 +224,38 @@ def innermost_tiles(schedule: Schedule) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class BufferCount:
+    """What a walk counted of one (tensor, level) buffer: what :func:`mapsearch.sim.buffers.route` and the
+    occupancy read (``words``: every entered region's, the first included; ``reload``: an output's entries
+    into a region entered before; ``entries``: how many entries)."""
+
+    tensor: str
+    level: int
+    is_output: bool
+    words: int
+    reload: int
+    largest: int
+    entries: int
+
+
+def fold_counts(schedule: Schedule, runs_below: int | None = None) -> tuple[int, list[BufferCount]]:
+    """Op calls and every kept buffer's count (levels top first, tensors in workload order), by the folded walk.
+
+    ``runs_below = f``: ``schedule`` is a stage of a fused chain fused at level ``f``; its buffers below ``f``
+    enter at the first step of every level-``f`` tile (docs/fusion.md, "Sub-nest runs"), and no buffer is
+    placed. Exact for the same reason as the plain fold: a body's counts depend only on its pieces' sizes,
+    and the forced entries fall exactly on the steps between bodies of the loops of levels ``1..f``.
+    """
+    wl, arch = schedule.workload, schedule.architecture
+    buffers = _buffers(schedule, runs_below)
+    fold = _Fold(_flat_loops(schedule), buffers, [arch.compute.block_extent(d) for d in wl.dims])
+    op_calls, spans = fold.body(0, tuple(wl.extent[d] for d in wl.dims))
+    counts = [BufferCount(buf.tensor, buf.level, buf.out_dims is not None, _words(span.first) + span.words,
+                          span.reload, span.largest, 1 + span.changes) for buf, span in zip(buffers, spans)]
+    return op_calls, counts
+
+
 def fold_figures(schedule: Schedule) -> Figures:
     """Figures of ``schedule`` (no spatial splits) by the folded walk; raises ``CapacityError`` on overflow.
 
@@ -209,24 +264,12 @@ def fold_figures(schedule: Schedule) -> Figures:
     wl, arch = schedule.workload, schedule.architecture
     depth = arch.depth
     names = wl.tensor_names
-    buffers = _buffers(schedule)
-    fold = _Fold(_flat_loops(schedule), buffers, [arch.compute.block_extent(d) for d in wl.dims])
-    op_calls, spans = fold.body(0, tuple(wl.extent[d] for d in wl.dims))
+    op_calls, counts = fold_counts(schedule)
     down = [dict.fromkeys(names, 0) for _ in range(depth)]
     up = [dict.fromkeys(names, 0) for _ in range(depth)]
     held: dict[int, list[tuple[str, int, int]]] = {}  # level -> (tensor, largest region, entries)
-    for buf, span in zip(buffers, spans):
-        counted = _Counted(buf.out_dims is not None, _words(span.first) + span.words, span.reload)
-        route(counted, schedule.keeper_above(buf.tensor, buf.level), buf.level, buf.tensor, down, up)
-        held.setdefault(buf.level, []).append((buf.tensor, span.largest, 1 + span.changes))
+    for c in counts:
+        route(c, schedule.keeper_above(c.tensor, c.level), c.level, c.tensor, down, up)
+        held.setdefault(c.level, []).append((c.tensor, c.largest, c.entries))
     occupancy = level_occupancy(schedule, held)
     return figures_from_counts(schedule, down, up, occupancy, op_calls, compute_instances(schedule))
-
-
-@dataclass(frozen=True)
-class _Counted:
-    """What :func:`mapsearch.sim.buffers.route` reads of a buffer's count."""
-
-    is_output: bool
-    words: int
-    reload: int

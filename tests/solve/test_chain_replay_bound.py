@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import mapsearch.sim.buffers as buffers
-import mapsearch.sim.fused as fused
+import mapsearch.sim.fused_count as fused_count
 from mapsearch import cli
 from mapsearch.model.options import SolveOptions
 from mapsearch.sim.errors import WalkTooLong
@@ -48,9 +48,9 @@ def test_the_fused_walks_size_is_the_tiles_it_walks(monkeypatch, level: int) -> 
         walked[id(pid)] = pid
         return chunk_calls(pid, per_piece)
 
-    feed, chunk_calls = fused._feed, buffers.chunk_calls
-    monkeypatch.setattr(fused, "_feed", fed)
-    monkeypatch.setattr(buffers, "chunk_calls", calls)  # sim/fused.py imports it at each walk
+    feed, chunk_calls = fused_count._feed, buffers.chunk_calls
+    monkeypatch.setattr(fused_count, "_feed", fed)
+    monkeypatch.setattr(buffers, "chunk_calls", calls)  # sim/fused_count.py reads it from its module at each walk
     replay(fs, mode="count")
     assert chain_replay.fused_walk_tiles(fs) == sum(pid.shape[1] for pid in walked.values()) > 0
 

@@ -65,7 +65,8 @@ def fused_violations(fs: FusedSchedule) -> list[str]:
        the producer's output dimensions, and every dimension its producer sums over whole at levels
        ``<= f`` (so each intermediate tile is produced once);
     5. every other tensor used by one einsum and homed at or above level ``f``;
-    6. this version: no spatial splits, no meshed level, no double buffering.
+    6. this version: no spatial splits, no meshed level, no double buffering, every buffer at its default
+       position.
     """
     from mapsearch.schedule.legality import violations
 
@@ -111,6 +112,12 @@ def fused_violations(fs: FusedSchedule) -> list[str]:
                                f"{theirs} at levels <= {fname}, got {mine}")
             if any(s for s in st.levels[i].spatial):
                 out.append(f"stages[{e}].levels[{i}].spatial: spatial splits are not supported in fused schedules (this version)")
+    for e, st in enumerate(fs.stages):  # every replay of a fused chain holds each buffer's own level's tile
+        for i, lm in enumerate(st.levels):
+            for t, pos in lm.positions:
+                if pos != i * len(st.workload.dims):
+                    out.append(f"stages[{e}].levels[{i}].positions.{t}: buffers of fused stages sit at their "
+                               f"level's default position {i * len(st.workload.dims)} (this version), got {pos}")
     for i, lv in enumerate(arch.levels):
         if lv.instances > 1:
             out.append(f"architecture.levels[{i}]: {lv.name} has a mesh; fused schedules support no spatial fanout (this version)")

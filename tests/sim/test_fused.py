@@ -131,3 +131,22 @@ def test_illegal_fused_schedules_are_named():
         replay_fused(bad, "events")
     with pytest.raises(ScheduleError, match="stages: expected one stage per einsum"):
         replay_fused(replace(fs, stages=fs.stages[:1]), "count")
+
+
+def test_a_fused_stage_with_a_placed_buffer_is_refused():
+    """The fused replays hold each buffer's own level's tile: a stage whose buffer sits elsewhere (a schedule
+    file may say so) is refused by name, not replayed as if at its default position."""
+    from dataclasses import replace
+
+    fs = mm3_at_l1()
+    st = fs.stages[1]
+    i = next(i for i in range(1, len(st.levels)) if st.levels[i].keep)
+    t = sorted(st.levels[i].keep)[0]
+    D = len(st.workload.dims)
+    levels = list(st.levels)
+    levels[i] = replace(levels[i], positions=((t, i * D - 1),))
+    bad = replace(fs, stages=(fs.stages[0], replace(st, levels=tuple(levels))) + fs.stages[2:])
+    for mode in ("count", "events"):
+        with pytest.raises(ScheduleError, match=rf"stages\[1\]\.levels\[{i}\]\.positions\.{t}: buffers of fused stages "
+                                                rf"sit at their level's default position {i * D} \(this version\), got {i * D - 1}"):
+            replay_fused(bad, mode)

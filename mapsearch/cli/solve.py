@@ -22,9 +22,11 @@ effectual ops, must equal the model's, else ``REPLAY MISMATCH`` and exit 1;
 under ``Uniform`` the report gives each link's relative error.
 
 Exit codes (raised to :func:`mapsearch.cli.main.main`): 0 ok; 1 replay
-mismatch or data check failed; 2 bad input or an infeasible problem (one line
-that names the conflicting requirements); 3 no schedule found within the time
-limit (one line with the best bound).
+mismatch or data check failed, or the replay did not run (``REPLAY NOT
+RUN``: too long to walk, or a Ctrl-C during the check: the report gives the
+solver's figures, unchecked, and nothing is written); 2 bad input or an
+infeasible problem (one line that names the conflicting requirements); 3 no
+schedule found within the time limit (one line with the best bound).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from mapsearch.cli.solve_progress import progress_shown
 from mapsearch.cli.solving import (
     REPLAY_MODES,
     data_check_line,
+    limit_text,
     mismatch_lines,
     objective_of,
     options_from_args,
@@ -74,7 +77,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         epilog="exit codes: 0 ok; 1 replay mismatch (REPLAY MISMATCH: the replayed figures differ from the "
         "prediction) or the data check failed; 2 bad input or infeasible (the message names the conflicting "
         "requirements); 3 no schedule found within the time limit (the message gives the best bound); 130 "
-        "interrupted (Ctrl-C: the best schedule so far is reported and, with -o, written; a second Ctrl-C aborts)",
+        "interrupted (Ctrl-C: the best schedule so far is reported and, with -o, written; a second Ctrl-C aborts). "
+        "A Ctrl-C during the check replay stops it: REPLAY NOT RUN, the schedule reported unchecked, nothing "
+        "written, exit 1",
     )
     solve.add_argument("workload", metavar="WORKLOAD", help="workload YAML file (mapsearch's, or AccelForge, Timeloop "
                        "v0.4, ZigZag: docs/peer-formats.md)")
@@ -179,14 +184,17 @@ def run(args: argparse.Namespace) -> None:
     It runs under :class:`~mapsearch.solve.interrupt.Interruptible`: the first
     Ctrl-C stops the search and the best schedule so far is replayed,
     reported and (with ``-o``) written as usual, then the exit code is 130;
-    a second Ctrl-C aborts at once and nothing is written. On a terminal a
-    progress line shows unless ``--quiet``.
+    a second Ctrl-C aborts at once and nothing is written. A first Ctrl-C
+    during the check replay stops the replay: the schedule is reported with
+    its solver figures, ``REPLAY NOT RUN``, nothing is written, and the exit
+    code is 1 (as for any check that did not run). On a terminal a progress
+    line shows unless ``--quiet``.
     """
     if getattr(args, "output", None):
         check_writable(args.output)  # before the solve, not after it
 
     def stopping() -> None:
-        print("\nmapsearch: interrupted: stopping the search; Ctrl-C again to abort", file=sys.stderr)
+        print(f"\nmapsearch: interrupted: stopping {it.doing}; Ctrl-C again to abort", file=sys.stderr)
 
     with progress_shown(getattr(args, "quiet", False)), api.Interruptible(on_first=stopping) as it:
         it.call(lambda: _run(args))
@@ -277,9 +285,41 @@ def _run(args: argparse.Namespace) -> None:
     options = options_from_args(args, arch, workload)
     try:
         result = api.solve(*sources, options=options, replay_mode=mode, strict=False)
+    except api.Interrupted as e:  # Ctrl-C during the check replay: solve.interrupt.CheckInterrupted, with the result
+        if getattr(e, "result", None) is None:
+            raise
+        _report_unchecked(args, e, options, mode)
     except api.SimulatorError as e:
         raise simulator_failure(e, mode) from e
     _report(args, result, options, mode)
+
+
+def _report_unchecked(args: argparse.Namespace, stopped: api.Interrupted, options: api.SolveOptions,
+                      mode: str) -> None:
+    """A Ctrl-C stopped the check replay (``stopped``: a :class:`~mapsearch.solve.interrupt.CheckInterrupted`):
+    report the schedule with its solver figures, unchecked, write nothing, and fail as a check that did not
+    run does (exit 1)."""
+    result = stopped.result  # type: ignore[attr-defined]
+    why = " ".join(str(stopped).split())
+    paths_note = paths_lines(result, args.architecture) if result.paths else []
+    if args.json:
+        report = solve_report_dict(result, None, mode=mode, not_run=why)
+        if paths_note:
+            report["compute_paths"] = paths_note
+        print(json.dumps(report, indent=2))
+    else:
+        if paths_note:
+            print("\n".join(paths_note))
+        print(render_solve_text(result, None, mode=mode, not_run=why), end="")
+    if result.status == "FEASIBLE":  # the Ctrl-C came after the search: the limit stopped it, unless one before
+        _feasible_warning(result, "interrupted by Ctrl-C" if result.interrupted else limit_text(options))
+    raise CommandFailed(EXIT_MISMATCH, [f"REPLAY NOT RUN: {why}; the schedule is not written"]) from stopped
+
+
+def _feasible_warning(result: api.SolveResult, why: str) -> None:
+    bound = "no bound yet" if result.objective_bound == 0 else f"bound {plain(result.objective_bound)}"
+    print(f"mapsearch: warning: FEASIBLE, not proven optimal ({why}): "
+          f"{result.phases[-1].name} {plain(result.objective_value)}, {bound}, gap {result.gap:.2%}", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace, result: api.SolveResult, options: api.SolveOptions, mode: str) -> None:
@@ -312,9 +352,7 @@ def _report(args: argparse.Namespace, result: api.SolveResult, options: api.Solv
         raise CommandFailed(EXIT_MISMATCH, failures)
 
     if result.status == "FEASIBLE":
-        bound = "no bound yet" if result.objective_bound == 0 else f"bound {plain(result.objective_bound)}"
-        print(f"mapsearch: warning: FEASIBLE, not proven optimal ({stopped_by(result, options)}): "
-              f"{result.phases[-1].name} {plain(result.objective_value)}, {bound}, gap {result.gap:.2%}", file=sys.stderr)
+        _feasible_warning(result, stopped_by(result, options))
     if args.output:
         api.save_schedule(schedule, args.output)
         log.info("wrote %s", args.output)

@@ -22,7 +22,10 @@ nothing is written. ``-o FILE`` writes the best option: a fused schedule file
 ``mapsearch-unfused-chain`` JSON with one schedule per einsum.
 
 Exit codes as ``mapsearch solve``: 0 ok; 1 replay mismatch or data check
-failed; 2 bad input or nothing feasible; 3 no schedule within the time limit.
+failed, or the best option's replay did not run (too long to walk, or a
+Ctrl-C during the check: the report says which check did not run and
+why, and nothing is written); 2 bad input or nothing feasible; 3 no schedule
+within the time limit.
 The solving, replaying and writing are :mod:`mapsearch.solve.chain`,
 :mod:`mapsearch.solve.chain_replay` and :mod:`mapsearch.solve.chain_files`.
 """
@@ -105,7 +108,10 @@ def run(args: argparse.Namespace, problem: api.LoadedProblem | None = None) -> N
                       for fld, a, b in c.differences]
             if c.data_ok is False:
                 lines.append(f"data check failed: {c.name}: the replayed output differs from numpy; nothing is written")
-        if all(c.not_run for c in failures):
+        if all(c.not_run for c in failures) and any(c.interrupted for c in failures):
+            lines.append("REPLAY NOT RUN: Ctrl-C stopped the check replay: the best schedule is neither checked nor "
+                         "refuted; nothing is written")
+        elif all(c.not_run for c in failures):
             lines.append("REPLAY NOT RUN: the best schedule is neither checked nor refuted; nothing is written "
                          "(replay it with mapsearch replay once the walk can take it)")
         else:

@@ -16,7 +16,7 @@ from mapsearch.errors import UsageError
 from mapsearch.report.text import exact_text as plain
 
 __all__ = ["REPLAY_MODES", "FLAGS", "options_from_args", "parse_link_energy", "objective_of", "replay_mode_of",
-           "mismatch_lines", "data_check_line", "simulator_failure", "plain", "stopped_by"]
+           "mismatch_lines", "data_check_line", "simulator_failure", "plain", "stopped_by", "limit_text"]
 
 REPLAY_MODES = ("count", "events", "data")
 OBJECTIVES = ("time", "words", "energy")
@@ -64,6 +64,11 @@ def stopped_by(result: Any, options: api.SolveOptions) -> str:
     """What cut a search short, for the FEASIBLE warning: Ctrl-C, the work limit or the time limit."""
     if getattr(result, "interrupted", False) or api.stopped():
         return "interrupted by Ctrl-C"
+    return limit_text(options)
+
+
+def limit_text(options: api.SolveOptions) -> str:
+    """The limit that cut a search short when Ctrl-C did not: the work limit or the time limit."""
     if options.work_limit is not None:
         return f"work limit {options.work_limit:g} deterministic s or time limit {options.time_limit:g} s"
     return f"time limit {options.time_limit:g} s"

@@ -7,10 +7,13 @@ a :class:`~mapsearch.solve.chain_replay.ChainReplay` (what was replayed), and on
 
 The text report has, in order: the chain and the architecture; notes (TeAAL
 mapping, skipped levels); one row per option (fused at each level, unfused)
-with its status, time, words and utilization; the best option and what the
-best fused schedule saves against the unfused baseline (words, time, and the
-intermediates' words on the top link); the replay check of the best fused
-schedule and of every unfused stage; the best schedule's loop nest per stage.
+with its status, time, words and utilization, and the partly fused plans the
+time limit left unsolved (``plans left out: ...``); the best option and what
+the best fused schedule saves against the unfused baseline (words, time, and
+the intermediates' words on the top link); the replay check of the best fused
+schedule and of every unfused stage (agreed, a mismatch, refused by the
+simulator, or not run: past its bound or stopped by Ctrl-C, neither checked
+nor refuted); the best schedule's loop nest per stage.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from mapsearch.spec.teaal import TeaalSpec
 
 __all__ = ["render_chain_text", "teaal_notes", "chain_report_dict", "option_rows", "savings"]
 
-OK, BAD = "\u2713", "\u2717"
+OK, BAD, NOT_RUN = "\u2713", "\u2717", "-"
 
 
 def _number(value: Fraction | int) -> int | float:
@@ -166,6 +169,9 @@ def render_chain_text(result: Any, replay: ChainReplay, notes: Sequence[str] = (
     for r in option_rows(result):
         if "time" not in r and r["reason"]:
             lines.append(f"  {r['option']}: {' '.join(str(r['reason']).split())}")
+    left_out = getattr(result, "plans_left_out", "")
+    if left_out:
+        lines.append(f"  plans left out: {' '.join(str(left_out).split())}")
     s = savings(result)
     if s is not None:
         ratio = "" if s["words_ratio"] is None else f" (unfused/fused = {float(s['words_ratio']):.3g}x)"
@@ -179,7 +185,9 @@ def render_chain_text(result: Any, replay: ChainReplay, notes: Sequence[str] = (
         lines.append(f"best: {best}")
     lines += ["", f"replay ({replay.mode} mode):"]
     for c in replay.checks:
-        if c.error:
+        if c.not_run:  # past its bound, or stopped by Ctrl-C: no verdict, which the error says
+            lines.append(f"  {c.name}: {NOT_RUN} the check did not run: {c.error}")
+        elif c.error:
             lines.append(f"  {c.name}: {BAD} the simulator refused it: {c.error}")
         elif c.differences:
             lines.append(f"  {c.name}: {BAD} REPLAY MISMATCH in {len(c.differences)} field(s): "
@@ -230,6 +238,10 @@ def chain_report_dict(result: Any, replay: ChainReplay, notes: Sequence[str] = (
         d = {"name": c.name, "ok": c.ok, "differences": [[f, str(a), str(b)] for f, a, b in c.differences]}
         if c.error:
             d["error"] = c.error
+        if c.not_run:
+            d["not_run"] = True
+        if getattr(c, "interrupted", False):
+            d["interrupted"] = True
         if c.replayed is not None:
             d["replayed"] = figures_to_dict(c.replayed)
         if c.data_ok is not None:

@@ -221,21 +221,19 @@ def _binding_dict(b: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------
 
 
-def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) -> str:
-    """The readable report of a solve and the replay of its schedule."""
+def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None, not_run: str = "") -> str:
+    """The readable report of a solve and the replay of its schedule.
+
+    ``replayed`` None: the replay did not run (``not_run`` says why, e.g. a
+    Ctrl-C during the check); the report gives the predicted figures alone,
+    marked as not checked.
+    """
     s: Schedule = result.schedule
+    if replayed is None:
+        return _render_unchecked(result, mode, not_run)
     arch = s.architecture
     figures = replayed.figures
-    lines = [problem_line(s.workload, arch)]
-    lines.append(f"objective: {result.objective}" + (", then words" if result.objective == "time" else ""))
-    lines += status_lines(result)
-    lines += block_binding_lines(result)
-    lines += space_lines(result.space)
-    lines += ["", "schedule (loops outer -> inner):"]
-    lines += [f"  {l}" for l in loop_nest_lines(s)]
-    spatial = spatial_lines(s, replayed.figures)
-    if spatial:
-        lines += [""] + spatial
+    lines = _head_lines(result, figures)
 
     rows = comparison_rows(s.predicted, figures, arch)
     title = "predicted vs replayed" + (f" ({mode} mode)" if mode else "")
@@ -258,7 +256,41 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None) ->
     return "\n".join(lines) + "\n"
 
 
-def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) -> dict[str, Any]:
+def _head_lines(result: Any, figures: Figures) -> list[str]:
+    """The problem, the status, the search space and the schedule (with its spatial fanout)."""
+    s: Schedule = result.schedule
+    lines = [problem_line(s.workload, s.architecture)]
+    lines.append(f"objective: {result.objective}" + (", then words" if result.objective == "time" else ""))
+    lines += status_lines(result)
+    lines += block_binding_lines(result)
+    lines += space_lines(result.space)
+    lines += ["", "schedule (loops outer -> inner):"]
+    lines += [f"  {l}" for l in loop_nest_lines(s)]
+    spatial = spatial_lines(s, figures)
+    if spatial:
+        lines += [""] + spatial
+    return lines
+
+
+def _render_unchecked(result: Any, mode: str | None, why: str) -> str:
+    """The report of a solve whose replay did not run: the solver's figures, each marked as not checked."""
+    s: Schedule = result.schedule
+    predicted = s.predicted
+    lines = _head_lines(result, predicted)
+    rows = comparison_rows(predicted, predicted, s.architecture)
+    title = "predicted, not replayed" + (f" (the {mode} replay did not run)" if mode else "")
+    lines += ["", title + ":"]
+    table = [["quantity", "predicted"]] + [[q, a] for q, a, _, _ in rows]
+    lines += [f"  {l}" for l in _table(table, {1})]
+    lines.append(f"  REPLAY NOT RUN: {why or 'the replay did not run'}; no figure above is checked")
+    lines += [""] + binding_lines(result.binding)
+    energy = schedule_energy(s, predicted)
+    if energy is not None:
+        lines += [""] + energy_lines(energy)
+    return "\n".join(lines) + "\n"
+
+
+def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None, not_run: str = "") -> dict[str, Any]:
     """The replay report keys of :func:`~mapsearch.report.json_report.report_dict` plus the solve's.
 
     Added keys: ``status``, ``objective``, ``objective_value``,
@@ -271,10 +303,19 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
     array utilization; :mod:`mapsearch.report.spatial`); for an op given
     in GEMM roles, ``block_binding`` and ``block_bindings``
     (:func:`block_binding_dict`).
+
+    ``replayed`` None: the replay did not run (``not_run`` says why); the
+    figure keys are then the predicted figures, ``replayed`` is false,
+    ``replay_not_run`` says why and ``predicted_equals_replayed`` is null.
     """
     s: Schedule = result.schedule
-    out = report_dict(replayed.figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
-    mismatches = differences(s.predicted, replayed.figures)
+    unchecked = replayed is None
+    figures = s.predicted if unchecked else replayed.figures
+    if unchecked:
+        out = report_dict(figures, s.architecture)
+    else:
+        out = report_dict(figures, s.architecture, data_ok=replayed.data_ok, max_abs_error=replayed.max_abs_error)
+    mismatches = [] if unchecked else differences(s.predicted, figures)
     out["exact"]["objective_value"] = _exact(result.objective_value)
     out["exact"]["objective_bound"] = _exact(result.objective_bound)
     space = result.space
@@ -303,14 +344,17 @@ def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None) ->
                 "families": {d: family for d, family in space.families},
             },
             "replay_mode": mode,
-            "predicted_equals_replayed": not mismatches,
+            "predicted_equals_replayed": None if unchecked else not mismatches,
             "mismatches": [{"field": f, "predicted": _plain(a), "replayed": _plain(b)} for f, a, b in mismatches],
             "schedule": schedule_to_dict(s),
-            "spatial": spatial_dict(s, replayed.figures),
+            "spatial": spatial_dict(s, figures),
             **block_binding_dict(result),
         }
     )
-    energy = schedule_energy(s, replayed.figures)
+    if unchecked:
+        out["replayed"] = False  # the figure keys above are the solver's, not the replay's
+        out["replay_not_run"] = not_run or "the replay did not run"
+    energy = schedule_energy(s, figures)
     if energy is not None:
         out["energy"] = energy_dict(energy)
     return out

@@ -57,6 +57,7 @@ from mapsearch.sim.compute import TileOp, calls_for_tile, einsum_kernel, einsum_
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import UnknownModeError
 from mapsearch.sim.events import Box, Event, Region, region_of, region_text, tiles_inside
+from mapsearch.sim.fused_count import count_fused
 from mapsearch.sim.tensor import Tensor
 from mapsearch.spec.architecture import SHARED
 from mapsearch.spec.workload import WorkloadGraph
@@ -69,11 +70,7 @@ RTOL = 1e-9
 
 def chain_tensor_names(graph: WorkloadGraph) -> tuple[str, ...]:
     """Every tensor of the chain, in order of first appearance (per einsum: inputs, then the output)."""
-    seen: dict[str, None] = {}
-    for e in graph.einsums:
-        for t in e.tensors:
-            seen.setdefault(t.name, None)
-    return tuple(seen)
+    return graph.tensor_names
 
 
 def chain_inputs(graph: WorkloadGraph) -> tuple[str, ...]:
@@ -379,8 +376,6 @@ def replay_fused(fs: FusedSchedule, mode: str = "events", *, seed: int = 0,
     if mode in ("data", "events-data"):
         return _FusedEvents(fs, True, seed, on_event).run()
     if mode == "count":
-        from mapsearch.sim.fused_count import count_fused  # it reads this module's chain helpers
-
         _check(fs)
         return ReplayResult(count_fused(fs, chunk))
     raise UnknownModeError(f"unknown fused replay mode {mode!r}; expected one of {sorted(FUSED_MODES)}")

@@ -73,12 +73,10 @@ def count_fused(fs: FusedSchedule, chunk: int | None = None, explicit_tiles: int
     Occupancy per docs/fusion.md: levels ``<= f`` hold the homes, every stage's buffers and (at ``f``) each
     intermediate's level-``f`` tile; a level below ``f`` the largest over the stages of that stage's buffers.
     """
-    from mapsearch.sim.fused import chain_tensor_names  # fused.py imports this module at its count replay
-
     chunk = CHUNK if chunk is None else chunk
     g, arch, f = fs.graph, fs.architecture, fs.fusion_level
     depth = arch.depth
-    names = chain_tensor_names(g)
+    names = g.tensor_names
     inter = set(g.intermediates)
     down = [dict.fromkeys(names, 0) for _ in range(depth)]
     up = [dict.fromkeys(names, 0) for _ in range(depth)]

@@ -18,6 +18,7 @@ import numpy as np
 
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.errors import CapacityError
+from mapsearch.sim.stop import poll
 
 __all__ = ["CHUNK", "PieceTables", "piece_tables", "tile_chunks", "check_capacity"]
 
@@ -79,7 +80,8 @@ def piece_tables(schedule: Schedule) -> PieceTables:
 def tile_chunks(schedule: Schedule, tables: PieceTables, level: int, chunk: int = CHUNK) -> Iterator[np.ndarray]:
     """The level's tiles in execution order, as chunks of piece ids of shape ``(ndims, n)``.
 
-    Row ``k`` holds the piece id of ``tables.dims[k]`` at that level.
+    Row ``k`` holds the piece id of ``tables.dims[k]`` at that level. Before each chunk it polls the stop
+    hook (:func:`mapsearch.sim.stop.poll`): a walk stopped from outside ends between two chunks.
     """
     nd = len(tables.dims)
     if level == 0:
@@ -88,7 +90,9 @@ def tile_chunks(schedule: Schedule, tables: PieceTables, level: int, chunk: int 
     order = [tables.dims.index(d) for d in schedule.levels[level].order]  # outer -> inner
     nch, first = tables.n_children[level - 1], tables.first_child[level - 1]
     for parent in tile_chunks(schedule, tables, level - 1, chunk):
-        yield from _expand(parent, nch, first, order, chunk)
+        for tiles in _expand(parent, nch, first, order, chunk):
+            poll()
+            yield tiles
 
 
 def _expand(parent: np.ndarray, nch, first, order: list[int], chunk: int) -> Iterator[np.ndarray]:

@@ -7,7 +7,6 @@ returned and collects one :class:`StageCheck` per schedule;
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -16,18 +15,23 @@ from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import SimulatorError, WalkTooLong
-from mapsearch.sim.pieces import piece_tables
+from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch.sim.replay import replay, replay_unfused
+from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.solve.chain import ChainResult, UnfusedOutcome
 from mapsearch.spec.reading import fraction_to_json
 
-__all__ = ["StageCheck", "ChainReplay", "replay_checks", "fused_walk_tiles", "duration_text", "FUSED_TILES_PER_SECOND"]
+__all__ = ["StageCheck", "ChainReplay", "replay_checks", "fused_walk_tiles", "duration_text", "FUSED_TILES_PER_SECOND",
+           "INTERRUPTED"]
 
 # The count walk of a fused schedule visits every tile of every level it counts at (sim/fused.py), with no fold
 # of repeated loop bodies as one einsum's walk has: about 5 M tiles a second on this project's 2-core machines
 # (AlexNet's 8 einsums fused at AccelForge simple's GlobalBuffer: 166 M of its 604 M tiles in 30 s, 3 M a second
 # on a machine loaded twice over).
 FUSED_TILES_PER_SECOND = 5_000_000
+
+# Why a check stopped by Ctrl-C did not run (StageCheck.error).
+INTERRUPTED = "interrupted by Ctrl-C before it ended; neither checked nor refuted"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class StageCheck:
     data_ok: bool | None = None
     max_abs_error: float | None = None
     not_run: bool = False  # the walk would take too long: ``error`` says why; neither checked nor refuted
+    interrupted: bool = False  # not run because a Ctrl-C stopped the walk (``not_run`` too): ``error`` says so
     option: str = ""  # the option whose schedule it is, as ChainResult.best names them ("fused at L1", "unfused")
 
     @property
@@ -76,7 +81,9 @@ def replay_checks(result: ChainResult, mode: str, max_cells: int | None = None, 
     before it starts); ``max_other_fused_tiles`` that of the best fused
     schedule where another option is best (its check does not decide what
     is written). A walk past its bound is not run, and its check says so
-    (``not_run``).
+    (``not_run``). A Ctrl-C while a walk runs (the stop hook of
+    :mod:`mapsearch.sim.stop`) stops it: that check and every one after it
+    are not run (``not_run`` and ``interrupted``).
     """
     checks = []
     notes = []
@@ -110,14 +117,21 @@ class _Walks:
         self.mode = mode
         self.options = options  # max_cells: it bounds the walk of one einsum
         self.done: dict = {}
+        self.interrupted = False  # a walk was stopped (Ctrl-C): no other walk starts
+
+    def _go_on(self) -> None:
+        if self.interrupted:
+            raise ReplayInterrupted("an earlier walk of this check was stopped")
 
     def __call__(self, schedule: Schedule | FusedSchedule) -> ReplayResult:
+        self._go_on()
         if schedule not in self.done:
             options = {} if isinstance(schedule, FusedSchedule) else self.options
             self.done[schedule] = replay(schedule, mode=self.mode, **options)
         return self.done[schedule]
 
     def unfused(self, graph, stages: list[Schedule]):
+        self._go_on()
         run = replay_unfused(graph, stages, self.mode, **self.options)
         self.done.update(zip(stages, run.stages))
         return run
@@ -134,6 +148,10 @@ def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Wa
                               not_run=True, option=option)
     try:
         r = walk(schedule)
+    except ReplayInterrupted:
+        walk.interrupted = True
+        return StageCheck(name, schedule.predicted, None, error=INTERRUPTED, not_run=True, interrupted=True,
+                          option=option)
     except SimulatorError as e:
         return StageCheck(name, schedule.predicted, None, error=" ".join(str(e).split()),
                           not_run=isinstance(e, WalkTooLong), option=option)
@@ -142,22 +160,17 @@ def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Wa
 
 
 def fused_walk_tiles(fs: FusedSchedule) -> int:
-    """The tiles the count walk of ``fs`` visits (sim/fused.py): per stage, every tile of each level that keeps a
-    tensor, and of the innermost level. Counted from the piece tables, without walking."""
-    total = 0
-    for st in fs.stages:
-        tables = piece_tables(st)
-        inner = st.architecture.depth - 1
-        for i in range(st.architecture.depth):
-            if i == inner or any(st.keeps(t, i) for t in st.workload.tensor_names):
-                total += math.prod(tables.count(i, k) for k in range(len(tables.dims)))
-    return total
+    """The tiles the count walk of ``fs`` visits one by one (sim/fused_count.py): a stage small enough to be
+    walked tile by tile counts every tile of each level that keeps a tensor and of the innermost level; a
+    folded stage none. Counted from the piece tables, without walking."""
+    return fused_count_tiles(fs)
 
 
 def _too_many_tiles(tiles: int, limit: int) -> str:
     return (f"the count replay would walk {tiles:,} tiles ({duration_text(tiles / FUSED_TILES_PER_SECOND)} at the "
             f"{FUSED_TILES_PER_SECOND:,} a second of a 2-core machine), more than its limit of {limit:,}: a fused "
-            "schedule is walked tile by tile (sim/fused.py), so this one is neither checked nor refuted")
+            "schedule's small stages are walked tile by tile (sim/fused_count.py), so this one is neither checked nor "
+            "refuted")
 
 
 def duration_text(seconds: float) -> str:
@@ -179,6 +192,11 @@ def _check_unfused(result: ChainResult, label: str, outcome: UnfusedOutcome, wal
             results = [walk(st) for st in stages]
             total_time = sum((r.figures.time for r in results), Fraction(0))
             words = sum(r.figures.words_total for r in results)
+    except ReplayInterrupted:
+        walk.interrupted = True
+        checks.append(StageCheck(label, stages[0].predicted, None, error=INTERRUPTED, not_run=True, interrupted=True,
+                                 option=label))
+        return
     except SimulatorError as e:
         checks.append(StageCheck(label, stages[0].predicted, None, error=" ".join(str(e).split()),
                                  not_run=isinstance(e, WalkTooLong), option=label))

@@ -43,6 +43,8 @@ from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_option
 from mapsearch.solve.chain_replay import FUSED_TILES_PER_SECOND, duration_text, fused_walk_tiles, replay_checks
 from mapsearch.solve.progress import finished, report
 from mapsearch.solve.explain import with_core
+from mapsearch.solve.interrupt import CheckInterrupted, checking
+from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.solve.run import SolveResult, solve as solve_problem
 from mapsearch.solve.tree import path_rules, solve_tree
 from mapsearch.spec import limits
@@ -257,6 +259,9 @@ def replay_result(result: SolveResult, mode: str, strict: bool = True, time_limi
     ``time_limit``: the solve's; the count walk of a schedule with spatial
     splits then takes about as long at most (:func:`check_walk_cells`), and
     raises the simulator's ``WalkTooLong`` rather than run for hours.
+    A Ctrl-C (the active budget stopped) while the replay walks stops it and
+    raises :class:`~mapsearch.solve.interrupt.CheckInterrupted` carrying
+    ``result`` unchecked, ``strict`` or not: the check did not run.
     """
     # A SolveOptions built by hand may carry an infinite limit: the walk's own limit then applies.
     bounded = mode == "count" and time_limit is not None and math.isfinite(time_limit)
@@ -266,8 +271,12 @@ def replay_result(result: SolveResult, mode: str, strict: bool = True, time_limi
         cells = options.get("max_cells", walk_spatial.MAX_WALK_CELLS)
         seconds = cells / walk_spatial.WALK_CELLS_PER_SECOND  # the walk's own rate
         how_long = f" (a walk with spatial splits: at most {duration_text(seconds)}, its limit of {cells:,} cells)"
-    with _checking(f"the {mode} replay checks the schedule{how_long}"):
-        replayed = replay(result.schedule, mode=mode, **options)
+    try:
+        with _checking(f"the {mode} replay checks the schedule{how_long}"):
+            replayed = replay(result.schedule, mode=mode, **options)
+    except ReplayInterrupted as e:
+        raise CheckInterrupted(f"the check replay ({mode} mode) did not run: interrupted by Ctrl-C before it "
+                               "ended; the schedule is neither checked nor refuted", result) from e
     mismatches = tuple(differences(predicted_figures(result.schedule), replayed.figures))
     result = replace(result, replayed=replayed, mismatches=mismatches)
     if strict and mismatches:
@@ -391,7 +400,8 @@ def _checking(what: str) -> Iterator[None]:
     log.info("%s", what)
     report(f"checking: {what}")
     try:
-        yield
+        with checking("the check replay"):  # a Ctrl-C now stops the walk (mapsearch/solve/interrupt.py)
+            yield
     finally:
         finished()
 
@@ -470,6 +480,8 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
         if bad.differences:
             field, predicted, got = bad.differences[0]
             raise ReplayMismatch(f"{bad.name}: {field}", predicted, got, mismatches=bad.differences)
+        if bad.interrupted:  # Ctrl-C during the check: as one einsum's, the result unchecked
+            raise CheckInterrupted(f"{bad.name}: {bad.error}", result)
         if bad.not_run:  # as one einsum's check: neither checked nor refuted
             raise WalkTooLong(f"{bad.name}: {bad.error}")
         raise ReplayMismatch(bad.name, "a schedule the simulator runs", bad.error or "a failed data check")

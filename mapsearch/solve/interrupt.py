@@ -14,6 +14,13 @@ runs at once:
   (loading, model building) raises :class:`~mapsearch.errors.Interrupted`.
 - second Ctrl-C: ``KeyboardInterrupt`` in the main thread: abort.
 
+The check replay after a solve (:func:`checking`) is no search: a first
+Ctrl-C while it walks stops the walk between two chunks
+(:mod:`mapsearch.sim.stop`), and the solve raises :class:`CheckInterrupted`
+with the schedule, unchecked (neither checked nor refuted). A check that
+starts after a Ctrl-C stopped the search still runs (the best schedule so
+far is checked before it is reported); a second Ctrl-C aborts it.
+
 Library code never installs a handler: only a ``with Interruptible()``
 block does, and only in the main thread (elsewhere it just runs the work).
 """
@@ -23,11 +30,13 @@ from __future__ import annotations
 import contextvars
 import signal
 import threading
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 
-from mapsearch.budget import Budget, within
+from mapsearch.budget import Budget, current, within
+from mapsearch.sim.stop import ReplayInterrupted, StopHook, stop_when
 
-__all__ = ["Interruptible"]
+__all__ = ["Interruptible", "CheckInterrupted", "checking", "check_stop_hook"]
 
 T = TypeVar("T")
 
@@ -46,6 +55,7 @@ class Interruptible:
         self.budget = Budget(None)
         self.on_first = on_first
         self.signals = 0
+        self.doing = "the search"  # what a first Ctrl-C stops now: "the check replay" while it walks (checking)
         self._old: Any = None
         self._installed = False
 
@@ -78,6 +88,7 @@ class Interruptible:
         context = contextvars.copy_context()
 
         def run() -> T:
+            _ACTIVE.set(self)  # in the work's own context: checking() finds this block
             with within(self.budget):
                 return work()
 
@@ -100,3 +111,54 @@ class Interruptible:
         if "error" in box:
             raise box["error"]
         return box["value"]
+
+
+_ACTIVE: contextvars.ContextVar[Interruptible | None] = contextvars.ContextVar("mapsearch_interruptible",
+                                                                             default=None)
+
+
+class CheckInterrupted(ReplayInterrupted):
+    """A Ctrl-C stopped the check replay after a solve: ``result`` is the solve's, its schedule unchecked.
+
+    ``why`` says so in one line. Neither checked nor refuted: the schedule
+    may be reported with its solver figures, never as checked, nor written
+    as a checked schedule.
+    """
+
+    def __init__(self, why: str, result: Any = None):
+        super().__init__(why)
+        self.why = why
+        self.result = result
+
+
+def check_stop_hook() -> StopHook | None:
+    """When the check replay starting now is to stop: on a Ctrl-C that comes while it walks.
+
+    The active budget (:func:`mapsearch.budget.current`) not stopped yet: once
+    it is. Already stopped (a Ctrl-C stopped the search, and the check of its
+    best schedule is what the user waits for): only once aborted. No budget:
+    never (None).
+    """
+    b = current()
+    if b is None:
+        return None
+    if b.stopped:
+        return lambda: b.aborted
+    return lambda: b.stopped
+
+
+@contextmanager
+def checking(what: str = "the check replay") -> Iterator[None]:
+    """Run a check replay in this block: a Ctrl-C during it stops the walk (:func:`check_stop_hook`), and the
+    enclosing :class:`Interruptible` says ``what`` it stops (``doing``)."""
+    it = _ACTIVE.get()
+    if it is None:
+        with stop_when(check_stop_hook()):
+            yield
+        return
+    before, it.doing = it.doing, what
+    try:
+        with stop_when(check_stop_hook()):
+            yield
+    finally:
+        it.doing = before

@@ -105,6 +105,15 @@ class WorkloadGraph:
         return dict(self.extents)
 
     @property
+    def tensor_names(self) -> tuple[str, ...]:
+        """Every tensor of the chain, in order of first appearance (per einsum: inputs, then the output)."""
+        seen: dict[str, None] = {}
+        for e in self.einsums:
+            for t in e.tensors:
+                seen.setdefault(t.name, None)
+        return tuple(seen)
+
+    @property
     def intermediates(self) -> tuple[str, ...]:
         """Tensors written by one einsum and read by a later one."""
         written = [e.output.name for e in self.einsums]

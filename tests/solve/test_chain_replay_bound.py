@@ -1,9 +1,11 @@
 """The check replay after a chain solve is bounded as one einsum's is: a fused walk too long to run is not run.
 
-The fused count walk visits every tile of every level it counts at
-(sim/fused.py), with no fold: AlexNet's 8 einsums fused on AccelForge's
-``simple`` are 604 M tiles, 105 s of walking after a 5 s solve. Its size is
-known before it starts (:func:`fused_walk_tiles`); past the bound
+The fused count walk visits every tile of every level it counts at in the
+stages it does not fold (sim/fused_count.py: stages of more than
+``EXPLICIT_TILES`` innermost tiles are folded, so AlexNet's 8 einsums fused
+on AccelForge's ``simple``, 604 M tiles, take milliseconds where they took
+105 s). The tiles it walks are known before it starts
+(:func:`fused_walk_tiles`); past the bound
 (``entry.check_fused_tiles``) the check says it was not run, and the CLI
 writes nothing, as for one einsum's ``WalkTooLong``.
 """

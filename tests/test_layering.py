@@ -63,9 +63,11 @@ FEATURE_MODULES: dict[str, str] = {
     "mapsearch.sparse.density": "spec",
     "mapsearch.sparse.density_text": "spec",
     "mapsearch.sparse.replay": "sim",
+    "mapsearch.sparse.effectual": "sim",  # the effectual products from the data: join, result, intersections
     "mapsearch.sparse.model": "sim",  # expected words under a density, counted on the replay's walk
     "mapsearch.sparse.teaal_partition": "sim",
     "mapsearch.sparse.solve": "solve",
+    "mapsearch.sparse.measures": "solve",  # a format's expected words as per-dimension footprints
     "mapsearch.sparse.entry": "solve",  # the sparse solve in one call, replays checked
 }
 

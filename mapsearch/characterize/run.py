@@ -242,6 +242,15 @@ def _totals(model: str, profile: Profile, rows: list[dict[str, Any]], layers: Se
     }
 
 
+def check_distinct(profiles: Sequence[Profile]) -> None:
+    """Refuse two profiles of one name (their rows and tables would overwrite each other's)."""
+    names = [p.name for p in profiles]
+    if len(set(names)) != len(names):
+        from mapsearch.errors import MapsearchError
+
+        raise MapsearchError(f"profiles must have distinct names, got {', '.join(names)}")
+
+
 def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path, *, workers: int | None = None,
                  scheduler: str | None = None, time_limit: float = 60.0, work_limit: float | None = None,
                  retry_failed: bool = False, fusion_decider: Callable | None = None, registry: Any = None,
@@ -252,11 +261,7 @@ def characterize(model: Model, profiles: Sequence[Profile], out_dir: str | Path,
     from mapsearch.sweep.runner import run_sweep
     from mapsearch.sweep.store import DB_NAME, ResultStore
 
-    names = [p.name for p in profiles]
-    if len(set(names)) != len(names):
-        from mapsearch.errors import MapsearchError
-
-        raise MapsearchError(f"profiles must have distinct names, got {', '.join(names)}")
+    check_distinct(profiles)
     layers = lower_all(model.nodes, registry, fusion_decider)
     cases, index = layer_cases(layers, profiles, time_limit, model.source, work_limit)
     out = Path(out_dir)

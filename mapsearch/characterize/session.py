@@ -22,7 +22,7 @@ from mapsearch.characterize.graph import Model
 from mapsearch.characterize.models import load_model, model_from_dict
 from mapsearch.characterize.profiles import Profile, load_profile
 from mapsearch.characterize.report import write_outputs
-from mapsearch.characterize.run import Characterization, characterize as characterize_layers, layer_cases
+from mapsearch.characterize.run import Characterization, characterize as characterize_layers, check_distinct, layer_cases
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.sweep.lock import DirectoryLock, check_out_directory
 from mapsearch.sweep.runner import Progress, check_scheduler
@@ -79,6 +79,7 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
     else:
         net = load_model(str(model), input_shapes)
     profs = [p if isinstance(p, Profile) else load_profile(str(p)) for p in profiles]
+    check_distinct(profs)  # before the output directory is made
     out = Path(out_dir) if out_dir is not None else Path(f"characterize-{net.name}")
     check_out_directory(out)
     if on_start is not None:

@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> None:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
     if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
+    if args.time_limit > 10**7:  # as solve's --time-limit (about 116 days: a limit beyond it is a typo)
+        raise MapsearchError(f"--time-limit: expected at most {10**7:,} seconds, got {args.time_limit:g}")
     if args.work_limit is not None and not (math.isfinite(args.work_limit) and args.work_limit > 0):
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {args.work_limit}")
     if args.top < 0:
@@ -46,6 +48,9 @@ def run(args: argparse.Namespace) -> None:
             shapes = [tuple(int(x) for x in s.split(",")) for s in args.input_shape]
         except ValueError:
             raise MapsearchError(f"--input-shape: expected comma-separated ints, got {args.input_shape}") from None
+    for what, value in [("MODEL", args.model)] + [("PROFILE", p) for p in args.profiles]:
+        if not value.strip():
+            raise MapsearchError(f"{what}: expected a name or a file, got {value!r}")
     model = api.load_model(args.model, shapes)
     profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")

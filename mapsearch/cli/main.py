@@ -74,8 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_WORD_LIMIT = 300  # characters of one word of an error line; a hostile file's names can be megabytes
+
+
+def _short_word(word: str) -> str:
+    return word if len(word) <= _WORD_LIMIT else f"{word[:60]}...({len(word):,} characters)"
+
+
 def _one_line(e: BaseException) -> str:
-    return "mapsearch: " + (" ".join(str(e).split()) or type(e).__name__)
+    """The error as one line of bounded width: whitespace folded, any huge word (a name copied from the input) cut."""
+    return "mapsearch: " + (" ".join(_short_word(w) for w in str(e).split()) or type(e).__name__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,7 +57,7 @@ def _plain(value: object) -> object:
 
 
 def run(args: argparse.Namespace) -> None:
-    mode = args.mode or "count"
+    mode = "count" if args.mode is None else args.mode
     if mode not in api.REPLAY_MODES:  # before the file is read: the flags first
         raise MapsearchError(f"--mode: expected one of {', '.join(api.REPLAY_MODES)}, got {mode!r}")
     schedule = load_schedule(args.schedule)

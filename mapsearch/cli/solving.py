@@ -40,6 +40,15 @@ def parse_link_energy(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _given(args: argparse.Namespace, name: str) -> Any:
+    """The flag's value, None when not given; an empty value (``--start ''``) is refused, not read as absent."""
+    value = getattr(args, name, None)
+    if value is not None and not str(value).strip():
+        flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+        raise UsageError(flag, "a value (it is empty)", value)
+    return value
+
+
 def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None) -> api.SolveOptions:
     """The :class:`~mapsearch.api.SolveOptions` the flags ask for; a bad one is one line naming the flag."""
     objective = objective_of(args)
@@ -50,10 +59,10 @@ def options_from_args(args: argparse.Namespace, arch: Any, workload: Any = None)
         min_utilization=getattr(args, "min_utilization", None), workers=getattr(args, "workers", None),
         seed=getattr(args, "seed", None), link_energy=link_energy, op_energy=op_energy,
         dram_rows=getattr(args, "dram_rows", None), max_dram_rows=getattr(args, "max_dram_rows", None),
-        dram_layouts=getattr(args, "dram_layouts", None) or None,
+        dram_layouts=_given(args, "dram_layouts"),
         placement=False if getattr(args, "no_placement", False) else None,
-        block_binding=getattr(args, "block_binding", None) or None,
-        start=getattr(args, "start", None) or None,
+        block_binding=_given(args, "block_binding"),
+        start=_given(args, "start"),
         architecture=arch, workload=workload, names=FLAGS)
     if objective != "energy" and (link_energy or op_energy is not None):
         print("mapsearch: warning: --link-energy and --op-energy only apply to --objective energy; ignored", file=sys.stderr)
@@ -75,14 +84,16 @@ def limit_text(options: api.SolveOptions) -> str:
 
 
 def objective_of(args: argparse.Namespace) -> str:
-    objective = getattr(args, "objective", None) or "time"
+    objective = getattr(args, "objective", None)
+    objective = "time" if objective is None else objective  # --objective '' is a bad value, not the default
     if objective not in OBJECTIVES:
         raise UsageError("--objective", "one of " + ", ".join(OBJECTIVES), objective)
     return objective
 
 
 def replay_mode_of(args: argparse.Namespace) -> str:
-    mode = getattr(args, "replay_mode", None) or "count"
+    mode = getattr(args, "replay_mode", None)
+    mode = "count" if mode is None else mode
     if mode not in REPLAY_MODES:
         raise UsageError("--replay-mode", "one of " + ", ".join(REPLAY_MODES), mode)
     return mode

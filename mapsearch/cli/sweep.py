@@ -12,6 +12,7 @@ report); 2 bad input; 130 interrupted (what finished is stored; rerun to go on).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,15 +24,19 @@ from mapsearch.errors import MapsearchError
 
 __all__ = ["add_parser", "run"]
 
+MAX_SECONDS = 10**7  # as solve's --time-limit (about 116 days: a limit beyond it is a typo)
+
 
 def run(args: argparse.Namespace) -> None:
     """Run ``mapsearch sweep``; a failure raises (:mod:`mapsearch.cli.exits`)."""
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
-    if args.time_limit is not None and not args.time_limit > 0:
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
+    if args.time_limit is not None and args.time_limit > MAX_SECONDS:  # as solve's --time-limit
+        raise MapsearchError(f"--time-limit: expected at most {MAX_SECONDS:,} seconds, got {args.time_limit:g}")
     work = getattr(args, "work_limit", None)
-    if work is not None and not work > 0:
+    if work is not None and not (math.isfinite(work) and work > 0):
         raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
     api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first

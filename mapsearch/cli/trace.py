@@ -14,6 +14,7 @@ from typing import Any
 
 from mapsearch.cli.paths import output_path
 from mapsearch import api
+from mapsearch.errors import UsageError
 
 __all__ = ["FORMATS", "add_parser", "run"]
 
@@ -45,9 +46,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return p
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Option values the trace cannot use, refused before the schedule is read (one line naming the flag); the
+    numeric limits are api.trace's own."""
+    if args.element_order is not None and not args.element_order.strip():
+        raise UsageError("--element-order", "'layout', 'nest' or dims outer->inner, e.g. m,k,n", args.element_order)
+
+
 def run(args: argparse.Namespace) -> None:
+    _check_options(args)
     order = None
-    if args.element_order:
+    if args.element_order is not None:
         order = args.element_order if args.element_order in ("layout", "nest") else tuple(args.element_order.split(","))
     result = api.trace(args.schedule, args.output, format=args.format, options=args.layouts, dram=args.dram,
                        element_bytes=args.element_bytes, element_order=order, request_bytes=args.request_bytes,

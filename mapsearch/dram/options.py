@@ -42,7 +42,8 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     for key in data:
         if key not in ("dram", "layouts", "element_order", "dram_level"):
             raise _err(source, str(key), "unknown field; expected one of dram, layouts, element_order, dram_level")
-    dram = dram_override or dram_from_dict(data.get("dram"), source, "dram") or getattr(schedule.architecture, "dram", None)
+    own = dram_from_dict(data.get("dram"), source, "dram")  # checked even where --dram overrides it
+    dram = dram_override or own or getattr(schedule.architecture, "dram", None)
     if dram is None:
         raise _err(source, "dram", "no DRAM: give the architecture a dram: entry, a dram: entry here, or --dram PRESET")
     level = data.get("dram_level", 0)

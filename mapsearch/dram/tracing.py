@@ -43,6 +43,10 @@ class TraceResult:
     output: str | None = None  # the trace file written, if any
 
 
+MAX_REQUEST_BYTES = 2**30  # a request wider than any DRAM row; beyond it the 64-bit addresses overflow
+MAX_CYCLES_PER_REQUEST = 2**20  # issue clocks beyond it overflow DRAMsim3's 64-bit clock on a long trace
+
+
 def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, format: str = "ramulator2",
           options: str | Path | None = None, dram: str | None = None, element_bytes: int | None = None,
           element_order: str | tuple[str, ...] | None = None, request_bytes: int | None = None,
@@ -62,10 +66,14 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
         raise UsageError(name("format"), "one of " + ", ".join(FORMATS), format)
     if method not in METHODS:
         raise UsageError(name("method"), "auto, walk or events", method)
-    if request_bytes is not None and request_bytes < 1:
-        raise UsageError(name("request_bytes"), ">= 1", request_bytes)
-    if cycles_per_request < 1:
-        raise UsageError(name("cycles_per_request"), ">= 1", cycles_per_request)
+    if request_bytes is not None and not 1 <= request_bytes <= MAX_REQUEST_BYTES:
+        raise UsageError(name("request_bytes"), f"an int in 1..{MAX_REQUEST_BYTES:,} (2^30)", request_bytes)
+    if not 1 <= cycles_per_request <= MAX_CYCLES_PER_REQUEST:
+        raise UsageError(name("cycles_per_request"), f"an int in 1..{MAX_CYCLES_PER_REQUEST:,} (2^20)",
+                         cycles_per_request)
+    if element_bytes is not None and not (1 <= element_bytes <= MAX_REQUEST_BYTES
+                                          and not element_bytes & (element_bytes - 1)):
+        raise UsageError(name("element_bytes"), f"a power of two in 1..{MAX_REQUEST_BYTES:,} (2^30)", element_bytes)
     if output is not None:
         check_writable(output)  # before the trace is computed, not after
     if not isinstance(schedule, Schedule):
@@ -79,8 +87,6 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
     spec = opts.dram
     layouts = opts.layouts
     if element_bytes is not None:
-        if element_bytes < 1 or element_bytes & (element_bytes - 1):
-            raise UsageError(name("element_bytes"), "a power of two >= 1", element_bytes)
         spec = spec.with_(element_bytes=element_bytes)
         layouts = Layouts(schedule.workload, spec, {t: p.spec for t, p in layouts.placements.items()})
     order = opts.element_order if element_order is None else element_order

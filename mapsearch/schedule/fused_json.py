@@ -32,11 +32,13 @@ from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.json_io import (
     _pretty,
     _raise_violation,
+    check_embedded_problem,
     figures_from_dict,
     figures_to_dict,
     read_json,
     schedule_from_dict,
     schedule_to_dict,
+    validate_figures,
 )
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.load import _architecture, architecture_to_dict, workload_to_dict
@@ -216,11 +218,12 @@ def _prefixed(err: SpecError, source: str, prefix: str) -> SpecError:
 def _figures(data: object, source: str, field: str):
     if not isinstance(data, Mapping):
         raise _error(source, field, "figures (links, op_calls, compute_time, macs, block_macs, occupancy)", data)
+    validate_figures(data, source, field)  # as a stage's predicted is: ints, not 1e309 or Infinity
     try:
         return figures_from_dict(data, source, field)
     except SpecError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise _note(source, field, f"malformed figures ({type(e).__name__}: {e})") from None
 
 
@@ -250,6 +253,11 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
 
     validate_against(data["architecture"], "architecture", source, "architecture")
     arch = _architecture(data["architecture"], source, "architecture")
+    if arch.compute.block_roles:  # as for one einsum's schedule: the stages' op is bound to dimensions
+        raise _note(source, "architecture.compute.block_roles", "a schedule's op is bound to dimensions: give "
+                    "compute.block (the solver writes the binding it chose there)")
+    tensors = tuple(dict.fromkeys(t.name for e in graph.einsums for t in e.tensors))
+    check_embedded_problem(graph.extents, tensors, arch, graph.einsums, source, "graph")  # the chain's figures
     level = data["fusion_level"]
     if isinstance(level, str) and level in arch.level_names:
         f = arch.index(level)

@@ -31,6 +31,7 @@ e.g. ``s.json: levels[1].tile.m: expected 1 <= tile <= 4 (the parent tile), got 
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -40,8 +41,8 @@ from mapsearch.errors import SpecError, UsageError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
-from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, workload_to_dict
-from mapsearch.spec.reading import _note, fraction_from_json, fraction_to_json, join_path, read_text
+from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, check_problem, workload_to_dict
+from mapsearch.spec.reading import _error, _note, fraction_from_json, fraction_to_json, join_path, read_text
 from mapsearch.spec.schema import validate_against
 
 __all__ = [
@@ -188,24 +189,55 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
     write_text_atomic(path, dumps_schedule(schedule))
 
 
+def validate_figures(data: object, source: str, prefix: str = "predicted") -> None:
+    """Raise a one-line SpecError unless ``data`` is valid against the schedule schema's ``figures``
+    (figures read outside a schedule document: a fused schedule's whole-run ``predicted``)."""
+    from mapsearch.spec.schema import _schema_error, registry, schema_id, _Validator
+    from mapsearch.spec.reading import check_text
+
+    check_text(data, source, prefix)
+    validator = _Validator({"$ref": schema_id(SCHEMA_PATH) + "#/$defs/figures"}, registry=registry())
+    errors = list(validator.iter_errors(data))
+    if errors:
+        best = min(errors, key=lambda e: (len(e.absolute_path), e.validator != "additionalProperties",
+                                          [str(p) for p in e.absolute_path]))
+        raise _schema_error(best, source, prefix)
+
+
 def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predicted") -> Figures:
-    """Build :class:`Figures` from data already valid against the schema's ``figures``."""
+    """Build :class:`Figures` from data already valid against the schema's ``figures`` (:func:`validate_figures`).
+
+    Counts beyond 2^62 (the solver's integers) are refused: no solve predicts them.
+    """
+    from mapsearch.spec import limits
+
+    def count(value: Any, *path: object) -> int:
+        if value > limits.MODEL_LIMIT:
+            raise _error(source, join_path(path, prefix), "int >= 0, at most 2^62 (the solver's integers)", value)
+        return int(value)
+
+    def exact(value: Any, *path: object) -> Fraction:
+        return fraction_from_json(value, source, join_path(path, prefix), nonnegative=True)
+
     links = []
     for i, raw in enumerate(data["links"]):
         tensors = tuple(
-            TensorTraffic(name, int(t["words_down"]), int(t["words_up"])) for name, t in (raw.get("tensors") or {}).items()
+            TensorTraffic(name, count(t["words_down"], "links", i, "tensors", name, "words_down"),
+                          count(t["words_up"], "links", i, "tensors", name, "words_up"))
+            for name, t in (raw.get("tensors") or {}).items()
         )
-        time = fraction_from_json(raw["time"], source, join_path(["links", i, "time"], prefix), nonnegative=True)
-        links.append(LinkFigures(raw["name"], int(raw["words_down"]), int(raw["words_up"]), time, tensors))
+        time = exact(raw["time"], "links", i, "time")
+        links.append(LinkFigures(raw["name"], count(raw["words_down"], "links", i, "words_down"),
+                                 count(raw["words_up"], "links", i, "words_up"), time, tensors))
     return Figures(
         links=tuple(links),
-        op_calls=int(data["op_calls"]),
-        compute_time=fraction_from_json(data["compute_time"], source, join_path(["compute_time"], prefix), nonnegative=True),
-        macs=int(data["macs"]),
-        block_macs=int(data["block_macs"]),
-        occupancy=tuple((level, int(words)) for level, words in data["occupancy"].items()),
-        compute_instances=int(data.get("compute_instances", 1)),
-        busiest_calls=int(data["busiest_calls"]) if "busiest_calls" in data else None,
+        op_calls=count(data["op_calls"], "op_calls"),
+        compute_time=exact(data["compute_time"], "compute_time"),
+        macs=count(data["macs"], "macs"),
+        block_macs=count(data["block_macs"], "block_macs"),
+        occupancy=tuple((level, count(words, "occupancy", level)) for level, words in data["occupancy"].items()),
+        compute_instances=count(data.get("compute_instances", 1), "compute_instances"),
+        busiest_calls=count(data["busiest_calls"], "busiest_calls") if "busiest_calls" in data else None,
     )
 
 
@@ -217,8 +249,26 @@ def _raise_violation(text: str, source: str) -> None:
     raise _note(source, field, detail)
 
 
+def check_embedded_problem(extents, tensors, architecture, einsums, source: str, workload_prefix: str) -> None:
+    """The embedded workload and architecture checked together, as ``solve`` checks its two files
+    (:func:`mapsearch.spec.load.check_problem`): a compute block or a mesh axis's ``may_reuse`` naming what
+    the workload lacks, figures beyond the solver's integers. Errors name the field in this file."""
+    try:
+        check_problem(extents, tensors, architecture, source, source, einsums)
+    except SpecError as e:
+        head = e.field.split(".")[0].split("[")[0]
+        prefix = workload_prefix if head == "extents" else "architecture"
+        field = f"{prefix}.{e.field}" if e.field else prefix
+        text = str(e)
+        where = f"{e.source}: {e.field}: " if e.field else f"{e.source}: "
+        detail = text[len(where):] if text.startswith(where) else text
+        raise _note(source, field, detail.replace(f"with {source}: ", "")) from None
+
+
 def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> None:
     """Unknown dimensions and tensors named at their exact JSON path."""
+    from mapsearch.spec import limits
+
     dims = schedule.workload.dims
     tensors = schedule.workload.tensor_names
     for i, raw in enumerate(data["levels"]):
@@ -227,12 +277,12 @@ def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> No
                 raise _note(source, join_path(["levels", i, "tile", d]), f"unknown dimension; expected one of {', '.join(dims)}")
         for j, d in enumerate(raw["order"]):
             if d not in dims:
-                raise _note(source, f"levels[{i}].order[{j}]", f"unknown dimension {d!r}; expected one of {', '.join(dims)}")
+                raise _note(source, f"levels[{i}].order[{j}]", f"unknown dimension {limits.describe(d)}; expected one of {', '.join(dims)}")
         if len(set(raw["order"])) != len(raw["order"]):
-            raise _note(source, f"levels[{i}].order", f"a dimension appears twice in {raw['order']}")
+            raise _note(source, f"levels[{i}].order", f"a dimension appears twice in {limits.describe(raw['order'], 200)}")
         for j, t in enumerate(raw["keep"]):
             if t not in tensors:
-                raise _note(source, f"levels[{i}].keep[{j}]", f"unknown tensor {t!r}; expected one of {', '.join(tensors)}")
+                raise _note(source, f"levels[{i}].keep[{j}]", f"unknown tensor {limits.describe(t)}; expected one of {', '.join(tensors)}")
         for t in raw.get("positions") or {}:
             if t not in tensors:
                 raise _note(source, join_path(["levels", i, "positions", t]), f"unknown tensor; expected one of {', '.join(tensors)}")
@@ -253,6 +303,7 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
     if architecture.compute.block_roles:  # the replay counts calls from a block by dimension only
         raise _note(source, "architecture.compute.block_roles", "a schedule's op is bound to dimensions: give "
                     "compute.block (the solver writes the binding it chose there)")
+    check_embedded_problem(workload.extents, workload.tensor_names, architecture, (workload.einsum,), source, "workload")
     levels = tuple(
         LevelMapping(
             level=raw["name"],
@@ -280,11 +331,13 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
 
 
 def _check_predicted_names(predicted: Figures, schedule: Schedule, source: str) -> None:
+    from mapsearch.spec import limits
+
     arch = schedule.architecture
     link_names = arch.link_names
     for i, link in enumerate(predicted.links):
         if link.name not in link_names:
-            raise _note(source, f"predicted.links[{i}].name", f"unknown link {link.name!r}; expected one of {', '.join(link_names)}")
+            raise _note(source, f"predicted.links[{i}].name", f"unknown link {limits.describe(link.name)}; expected one of {', '.join(link_names)}")
         for t in link.tensors:
             if t.tensor not in schedule.workload.tensor_names:
                 raise _note(source, join_path(["predicted", "links", i, "tensors", t.tensor]), "unknown tensor")

@@ -10,6 +10,10 @@ from __future__ import annotations
 from mapsearch.errors import ScheduleError
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.limits import describe
+from mapsearch.spec.reading import join_path
+
+_NAMES = 200  # characters of a name list in a message: a hostile file's names may be huge
 
 
 def tiling_violations(s: Schedule) -> list[str]:
@@ -20,7 +24,7 @@ def tiling_violations(s: Schedule) -> list[str]:
     for i, lm in enumerate(s.levels):
         tiles = lm.tile_extents
         if set(tiles) != set(dims):
-            out.append(f"levels[{i}].tile: expected the dims {list(dims)}, got {sorted(tiles)}")
+            out.append(f"levels[{i}].tile: expected the dims {list(dims)}, got {describe(sorted(tiles), _NAMES)}")
             continue
         for d in dims:
             parent = extent[d] if i == 0 else s.levels[i - 1].tile_extents.get(d, extent[d])
@@ -41,7 +45,7 @@ def order_violations(s: Schedule) -> list[str]:
             if lm.order:
                 out.append("levels[0].order: the top level has no loops; expected []")
         elif sorted(lm.order) != sorted(dims):
-            out.append(f"levels[{i}].order: expected a permutation of {sorted(dims)}, got {list(lm.order)}")
+            out.append(f"levels[{i}].order: expected a permutation of {sorted(dims)}, got {describe(list(lm.order), _NAMES)}")
     return out
 
 
@@ -52,16 +56,16 @@ def residency_violations(s: Schedule) -> list[str]:
     levels = set(s.architecture.level_names)
     for tensor, level in s.homes:
         if tensor not in names:
-            out.append(f"homes.{tensor}: unknown tensor; expected one of {sorted(names)}")
+            out.append(f"{join_path(['homes', tensor])}: unknown tensor; expected one of {sorted(names)}")
         if level not in levels:
-            out.append(f"homes.{tensor}: unknown level {level!r}; expected one of {sorted(levels)}")
+            out.append(f"{join_path(['homes', tensor])}: unknown level {describe(level)}; expected one of {sorted(levels)}")
     if out:
         return out
     innermost = s.architecture.depth - 1
     for i, lm in enumerate(s.levels):
         for t in sorted(lm.keep):
             if t not in names:
-                out.append(f"levels[{i}].keep: unknown tensor {t!r}")
+                out.append(f"levels[{i}].keep: unknown tensor {describe(t)}")
             elif i <= s.home(t):
                 out.append(f"levels[{i}].keep: {t} is kept at or above its home {s.architecture.levels[s.home(t)].name}")
     for t in sorted(names):
@@ -74,7 +78,7 @@ def shape_violations(s: Schedule) -> list[str]:
     """One mapping per architecture level, named as the levels are."""
     want = list(s.architecture.level_names)
     got = [lm.level for lm in s.levels]
-    return [] if want == got else [f"levels: expected one mapping per level {want}, got {got}"]
+    return [] if want == got else [f"levels: expected one mapping per level {want}, got {describe(got, _NAMES)}"]
 
 
 def spatial_violations(s: Schedule) -> list[str]:
@@ -98,10 +102,10 @@ def spatial_violations(s: Schedule) -> list[str]:
         for j, sp in enumerate(lm.spatial):
             where = f"levels[{i}].spatial[{j}]"
             if sp.dim not in dims:
-                out.append(f"{where}.dim: unknown dimension {sp.dim!r}; expected one of {', '.join(dims)}")
+                out.append(f"{where}.dim: unknown dimension {describe(sp.dim)}; expected one of {', '.join(dims)}")
                 continue
             if sp.axis not in axes:
-                out.append(f"{where}.axis: unknown mesh axis {sp.axis!r} of {level.name}; expected one of {', '.join(axes)}")
+                out.append(f"{where}.axis: unknown mesh axis {describe(sp.axis)} of {level.name}; expected one of {', '.join(axes)}")
                 continue
             if sp.dim in seen:
                 out.append(f"{where}.dim: {sp.dim} is split twice at {level.name}; split a dimension at most once per level")

@@ -39,7 +39,7 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
 from mapsearch.solve import hidden_first, narrow, unsplit
-from mapsearch.solve.progress import finished, report, search
+from mapsearch.solve.progress import finished, report
 from mapsearch.solve.greedy_start import as_unproven, better_than_search, fallback_applies, greedy_fallback, greedy_or_coarse
 from mapsearch.solve.warm_start import start_of, with_start
 

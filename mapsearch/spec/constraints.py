@@ -110,14 +110,17 @@ def constraints_from_dict(data: dict, source: str) -> Constraints:
     for key in data:
         if key not in known:
             raise SpecError(source, str(key), f"one of {sorted(known)}", key)
+    for key in ("name", "description"):  # text: a mapping or a list here is a misplaced section, not a name
+        if key in data and not isinstance(data[key], str):
+            raise SpecError(source, key, "text", data[key])
     tiles = []
     for level, per_dim in _mapping(data.get("tiles", {}), source, "tiles").items():
         for dim, spec in _mapping(per_dim, source, f"tiles.{level}").items():
             field = f"tiles.{level}.{dim}"
             if isinstance(spec, dict):
                 extra = set(spec) - {"min", "max"}
-                if extra:
-                    raise SpecError(source, field, "keys min and/or max", sorted(extra))
+                if extra or not spec:
+                    raise SpecError(source, field, "keys min and/or max", sorted(extra, key=str) if extra else spec)
                 lo = _positive_int(spec.get("min", 1), source, f"{field}.min")
                 hi = _positive_int(spec["max"], source, f"{field}.max") if "max" in spec else limits.MAX_EXTENT
                 if lo > hi:
@@ -233,7 +236,9 @@ def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: s
         if t.dim not in w.dims:
             raise SpecError(source, f"tiles.{t.level}.{t.dim}", f"a dimension of {w.name} {list(w.dims)}", t.dim)
     for level, dims in c.orders:
-        resolve_level(level, arch, source, f"orders.{level}")
+        if resolve_level(level, arch, source, f"orders.{level}") == 0 and dims:
+            raise SpecError(source, f"orders.{level}", "", detail=f"{arch.levels[0].name} is the top level, which has "
+                            "no loops (its tile is the whole workload); give the order of a level below it")
         for d in dims:
             if d not in w.dims:
                 raise SpecError(source, f"orders.{level}", f"dimensions of {w.name} {list(w.dims)}", d)

@@ -20,6 +20,7 @@ holds every bundled schema under its ``$id``, for any validator::
 from __future__ import annotations
 
 import difflib
+import math
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -81,7 +82,15 @@ def _enum(validator: Any, enums: list, instance: object, schema: dict) -> Iterat
         yield jsonschema.ValidationError(f"{instance!r} is not one of {enums!r}")
 
 
-_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_int)
+def _is_number(checker: object, instance: object) -> bool:
+    """JSON Schema 'number' without booleans and without NaN or infinities (YAML's .nan and .inf, JSON's NaN,
+    Infinity and 1e309), which every comparison (``exclusiveMinimum: 0``) lets through."""
+    if isinstance(instance, bool) or not isinstance(instance, (int, float)):
+        return False
+    return not isinstance(instance, float) or math.isfinite(instance)
+
+
+_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_int, "number": _is_number})
 _Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, validators={"const": _const, "enum": _enum},
                                           type_checker=_TYPE_CHECKER)
 

@@ -69,7 +69,7 @@ def edit(path, value):
         (["stages", 0, "levels", 2, "keep"], ["A", "B"], r"^f\.json: stages\[0\]\.levels\[2\]\.keep: every tensor must be kept"),
         (["stages"], [], r"^f\.json: stages: expected a list of 2 stages"),
         (["graph", "einsums", 1], "Y[m,p] += T[m,n,k] * C[n,p]", r"^f\.json: einsums\[1\]: tensor T has 3 axes"),
-        (["predicted", "op_calls"], KeyError, r"^f\.json: predicted: malformed figures"),
+        (["predicted", "op_calls"], KeyError, r"^f\.json: predicted\.op_calls: missing; expected int >= 0$"),
         (["extra"], 1, r"^f\.json: extra: unknown field"),
     ],
 )

@@ -249,11 +249,16 @@ def render_solve_text(result: Any, replayed: Any, *, mode: str | None = None, no
         err = "" if replayed.max_abs_error is None else f" (max abs error {replayed.max_abs_error:.3g})"
         lines.append(f"  data check: {'ok' if replayed.data_ok else 'FAILED'}{err}")
 
-    lines += [""] + binding_lines(result.binding)
-    energy = schedule_energy(s, figures)
+    return "\n".join(lines + _tail_lines(result, figures)) + "\n"
+
+
+def _tail_lines(result: Any, figures: Figures) -> list[str]:
+    """What binds, then the energy where the architecture prices it."""
+    lines = [""] + binding_lines(result.binding)
+    energy = schedule_energy(result.schedule, figures)
     if energy is not None:
         lines += [""] + energy_lines(energy)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _head_lines(result: Any, figures: Figures) -> list[str]:
@@ -283,11 +288,7 @@ def _render_unchecked(result: Any, mode: str | None, why: str) -> str:
     table = [["quantity", "predicted"]] + [[q, a] for q, a, _, _ in rows]
     lines += [f"  {l}" for l in _table(table, {1})]
     lines.append(f"  REPLAY NOT RUN: {why or 'the replay did not run'}; no figure above is checked")
-    lines += [""] + binding_lines(result.binding)
-    energy = schedule_energy(s, predicted)
-    if energy is not None:
-        lines += [""] + energy_lines(energy)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _tail_lines(result, predicted)) + "\n"
 
 
 def solve_report_dict(result: Any, replayed: Any, *, mode: str | None = None, not_run: str = "") -> dict[str, Any]:

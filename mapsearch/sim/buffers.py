@@ -54,14 +54,19 @@ class BufferCounter:
                 keys.extend((lo, lo + span))
         return keys
 
-    def feed(self, pid: np.ndarray) -> None:
+    def feed(self, pid: np.ndarray, start: np.ndarray | None = None) -> None:
+        """Count the entries along the tiles ``pid``: a step whose region differs from the step before.
+
+        ``start`` (the fused walk's) marks steps that enter whatever their region: the first tile of a
+        sub-nest run, which starts empty (docs/fusion.md).
+        """
         n = pid.shape[1]
         keys = self._keys(pid)
-        change = np.zeros(n, bool)
+        change = np.zeros(n, bool) if start is None else start.copy()
         moved = change[1:]
         for key in keys:
             moved |= key[1:] != key[:-1]
-        change[0] = self.prev is None or any(int(k[0]) != p for k, p in zip(keys, self.prev))
+        change[0] |= self.prev is None or any(int(k[0]) != p for k, p in zip(keys, self.prev))
         self.prev = [int(k[-1]) for k in keys]
         idx = np.flatnonzero(change)
         if len(idx) == 0:

@@ -179,34 +179,5 @@ def _walk_stage(st: Schedule, f: int, chunk: int) -> tuple[int, list[BufferCount
 
 def _feed(c: BufferCounter, pid: np.ndarray, start: np.ndarray | None) -> None:
     """``BufferCounter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region
-    is the same (the run starts empty). Counts the entries' words, the largest, and an output's reloads (an
-    entry into a region, keyed by its pieces, entered before)."""
-    if start is None:
-        c.feed(pid)
-        return
-    keys = c._keys(pid)
-    change = start.copy()
-    moved = change[1:]
-    for key in keys:
-        moved |= key[1:] != key[:-1]
-    change[0] |= c.prev is None or any(int(k[0]) != p for k, p in zip(keys, c.prev))
-    c.prev = [int(k[-1]) for k in keys]
-    idx = np.flatnonzero(change)
-    if len(idx) == 0:
-        return
-    at = pid[:, idx]
-    words = np.ones(len(idx), np.int64)
-    for terms in c.axes:
-        words *= sum(cf * (c.size[k][at[k]] - 1) for k, cf in terms) + 1
-    c.words += int(words.sum())
-    c.largest = max(c.largest, int(words.max()))
-    if c.is_output:
-        if c.out_dims:
-            key = np.ravel_multi_index(tuple(at[k] for k in c.out_dims), c.radix)
-        else:  # a rank-0 output has one region, key 0 (ravel_multi_index cannot take zero axes)
-            key = np.zeros(len(idx), np.int64)
-        pos = np.arange(c.entries, c.entries + len(idx), dtype=np.int64)
-        np.minimum.at(c.first_entry, key, pos)
-        seen_before = c.first_entry[key] < pos
-        c.reload += int(words[seen_before].sum())
-    c.entries += len(idx)
+    is the same (the run starts empty)."""
+    c.feed(pid, start)

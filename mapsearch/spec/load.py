@@ -16,7 +16,10 @@ line, e.g. ``arch.yaml: levels[2].capacity: expected int > 0, got -4``.
 
 The ``*_to_dict`` functions write the same formats back (used for the
 architecture and workload embedded in a schedule file), so that
-``architecture_from_dict(architecture_to_dict(a), src) == a``.
+``architecture_from_dict(architecture_to_dict(a), src) == a``; they live in
+:mod:`mapsearch.spec.write_back`, and the checks of a workload and an
+architecture together (``check_homes``, ``check_problem``) in
+:mod:`mapsearch.spec.problem_check`, both re-exported here.
 An architecture argument may also name a tree file with one compute, or a
 preset (:func:`resolve_architecture`; the presets are ``mapsearch/presets/*.yaml``).
 """
@@ -26,20 +29,18 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from mapsearch.errors import SpecError
-from mapsearch.spec import limits
+from mapsearch.spec import limits, problem_check
 from mapsearch.spec.architecture import SHARED, Architecture, Compute, Level, Link, MeshAxis
-from mapsearch.spec.energy import energy_from_dict, energy_to_dict
-from mapsearch.spec.block_roles import ROLES, bindable_blocks
-from mapsearch.spec.einsum import Einsum, TensorAccess
+from mapsearch.spec.energy import energy_from_dict
 from mapsearch.spec.einsum_text import EinsumSyntaxError, parse_einsum
+from mapsearch.spec.problem_check import check_homes, check_problem
 from mapsearch.spec.reading import (
     _error,
     _note,
     fraction_from_json,
-    fraction_to_json,
     join_path,
     read_yaml,
 )
@@ -47,6 +48,7 @@ from mapsearch.spec.schema import validate_against
 from mapsearch.spec.tree import is_tree_file, load_tree
 from mapsearch.spec.tree_paths import single_architecture
 from mapsearch.spec.workload import Workload
+from mapsearch.spec.write_back import architecture_to_dict, workload_to_dict
 
 __all__ = [
     "load_workload",
@@ -68,6 +70,9 @@ __all__ = [
     "load_architecture_file",
     "resolve_architecture",
 ]
+
+# Checked together with the workload (problem_check.py); importable from here as before.
+span_factor = problem_check.span_factor
 
 # --------------------------------------------------------------------------
 # Steps 3 and 4: semantic checks and frozen objects.
@@ -221,84 +226,6 @@ def architecture_from_dict(data: object, source: str = "<architecture>") -> Arch
     return _architecture(data, source, "")  # type: ignore[arg-type]
 
 
-def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Architecture, source: str) -> None:
-    """Every home names a tensor of the workload and a level of the architecture."""
-    names = workload.tensor_names
-    levels = architecture.level_names
-    for tensor, level in homes.items():
-        if tensor not in names:
-            raise _note(source, join_path(["homes", tensor]), f"unknown tensor; expected one of {', '.join(names)}")
-        if level not in levels:
-            raise _error(source, join_path(["homes", tensor]), f"a level of {architecture.name!r} ({', '.join(levels)})", level)
-
-
-def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
-                  architecture_source: str, einsums: Iterable[Einsum]) -> None:
-    """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
-
-    The compute block may name only the workload's dimensions, a block in
-    GEMM roles must find a dimension for each role in each of ``einsums``
-    (:mod:`mapsearch.spec.block_roles`), a mesh axis's ``may_reuse`` names
-    only its tensors (or the roles); the largest figure must fit the
-    solver's integers (:func:`limits.einsum_figures`, summed over ``einsums``).
-    """
-    extents = tuple(extents)
-    tensors = tuple(tensors)
-    einsums = tuple(einsums)
-    dims = [d for d, _ in extents]
-    for d, _ in architecture.compute.block:
-        if d not in dims:
-            hint = ("; to bind the block to the workload's dimensions by GEMM role, give it as compute.block_roles"
-                    if d in ROLES else "")
-            raise _note(architecture_source, join_path(["compute", "block", d]),
-                        f"unknown dimension; the workload {source} uses {', '.join(dims)}{hint}")
-    blocks = bindable_blocks(architecture.compute, einsums, source, architecture_source)
-    for i, lv in enumerate(architecture.levels):
-        for j, axis in enumerate(lv.mesh):
-            for k, name in enumerate(axis.may_reuse):
-                if name not in _REUSE_ROLES and name not in tensors:
-                    raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k]),
-                                 f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
-    link_costs = [x for lv in architecture.levels if lv.link is not None
-                  for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
-    ext = dict(extents)
-    links = len(architecture.levels) - 1
-    macs = sum(math.prod(ext[d] for d in e.dims) for e in einsums)
-    for block in blocks:  # each einsum's model, added up for a chain (limits.einsum_figures)
-        problem = limits.figures_error(*_chain_figures(einsums, ext, block, links,
-                                                       architecture.compute.clocks_per_call, link_costs), macs)
-        alone = limits.figures_error(*_chain_figures(einsums, ext, block, links, Fraction(1), []), macs)
-        if problem is None:
-            continue
-        if alone is not None:  # the extents alone are too big
-            raise _note(source, "extents", f"{problem} (on {architecture_source})")
-        raise _note(architecture_source, "", f"with {source}: {problem}")
-
-
-def _chain_figures(einsums: tuple[Einsum, ...], extents: Mapping[str, int], block: dict[str, int], links: int,
-                   clocks_per_call: Fraction, link_costs: list[Fraction]) -> tuple[int, int]:
-    """``(largest, scale)``: the einsums' estimates (limits.einsum_figures) added up, and the clock unit."""
-    parts = [limits.einsum_figures([(d, extents[d]) for d in e.dims], block, [span_factor(t, extents) for t in e.tensors],
-                                   links, clocks_per_call, link_costs) for e in einsums]
-    return sum(p[0] for p in parts), parts[0][1]
-
-
-def span_factor(tensor: TensorAccess, extents: Mapping[str, int]) -> int:
-    """The most words per MAC a region of ``tensor`` can hold (limits.einsum_figures): per axis the sum of its
-    index coefficients (a stride or dilation leaves holes inside a region), times ``E_d^(k-1)`` for a
-    dimension in ``k`` axes (``A[m, m]`` spans ``T_m^2`` words for ``T_m`` MACs)."""
-    factor = 1
-    axes: dict[str, int] = {}
-    for ix in tensor.indices:
-        factor *= max(1, sum(c for _, c in ix.terms))
-        for d, _ in ix.terms:
-            axes[d] = axes.get(d, 0) + 1
-    return factor * math.prod(extents[d] ** (k - 1) for d, k in axes.items())
-
-
-_REUSE_ROLES = ("input", "output", "all", "none")
-
-
 def load_workload(path: str | Path) -> Workload:
     """Read a workload YAML file (see ``examples/matmul-4x4x4.yaml``)."""
     return workload_from_dict(read_yaml(path), str(path))
@@ -374,54 +301,3 @@ def resolve_architecture(name_or_path: str | Path) -> tuple[Architecture, str]:
         return load_architecture_file(path), str(name_or_path)
     name = str(name_or_path)
     return load_preset(name), f"preset:{name}"
-
-
-# --------------------------------------------------------------------------
-# Writing back.
-# --------------------------------------------------------------------------
-
-
-def workload_to_dict(workload: Workload) -> dict[str, Any]:
-    """The workload in its file format (without homes)."""
-    return {"name": workload.name, "einsum": workload.einsum.text(), "extents": dict(workload.extents)}
-
-
-def _link_to_dict(link: Link) -> dict[str, Any]:
-    return {
-        "input_clocks_per_word": fraction_to_json(link.input_clocks_per_word),
-        "output_clocks_per_word": fraction_to_json(link.output_clocks_per_word),
-        "lines": link.lines,
-    }
-
-
-def architecture_to_dict(architecture: Architecture) -> dict[str, Any]:
-    """The architecture in its file format, every default written out."""
-    levels = []
-    for lv in architecture.levels:
-        entry: dict[str, Any] = {"name": lv.name, "capacity": lv.capacity}
-        if lv.mesh:
-            entry["mesh"] = [{"name": a.name, "size": a.size, "may_reuse": list(a.may_reuse)} for a in lv.mesh]
-        elif lv.instances != 1:
-            entry["instances"] = lv.instances
-        if lv.link is not None:
-            entry["link"] = _link_to_dict(lv.link)
-        levels.append(entry)
-    return {
-        "name": architecture.name,
-        "levels": levels,
-        "compute": {
-            **({"block_roles": dict(architecture.compute.block_roles)} if architecture.compute.block_roles
-               else {"block": dict(architecture.compute.block)}),
-            "clocks_per_call": fraction_to_json(architecture.compute.clocks_per_call),
-        },
-        "double_buffering": architecture.double_buffering,
-        **({"dram": _dram_to_dict(architecture.dram)} if architecture.dram is not None else {}),
-        **({"energy": energy_to_dict(architecture.energy)} if architecture.energy is not None else {}),
-    }
-
-
-def _dram_to_dict(spec: Any) -> dict[str, Any]:
-    from mapsearch.dram.spec import dram_to_dict
-
-    return dram_to_dict(spec)
-

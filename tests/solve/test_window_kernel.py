@@ -1,4 +1,4 @@
-"""The coincidence kernel by key match (window_tables._kernel) gives exactly what the dense broadcast gives,
+"""The coincidence kernel by key match (window_kernel._kernel) gives exactly what the dense broadcast gives,
 and window pruning on each table's distinct columns keeps exactly the chains it keeps on every column.
 
 ``_kernel`` sums ``m * n * [coincidence] * words`` over every pair of
@@ -22,9 +22,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mapsearch.model import chains as chains_module  # noqa: E402
-from mapsearch.model import row_keys, window_pruning, window_tables  # noqa: E402
+from mapsearch.model import row_keys, window_kernel, window_pruning, window_tables  # noqa: E402
 from mapsearch.model.windows import Window  # noqa: E402
-from mapsearch.model.window_tables import _composite, _dense_kernel, _distinct_types, _kernel  # noqa: E402
+from mapsearch.model.window_kernel import _dense_kernel, _kernel  # noqa: E402
+from mapsearch.model.window_tables import _composite, _distinct_types  # noqa: E402
 
 
 def assert_same(advance, context, se: int, so: int) -> None:
@@ -63,9 +64,9 @@ def test_many_keys_fall_back_to_the_dense_form(monkeypatch) -> None:
     rng = np.random.default_rng(1)
     advance, context = random_types(rng, 20, 2, 3, 0.0, True), random_types(rng, 20, 2, 3, 0.0, False)
     calls = []
-    monkeypatch.setattr(window_tables, "_dense_kernel", lambda *a: calls.append(1) or _dense_kernel(*a))
-    monkeypatch.setattr(window_tables, "_DENSE_PER_KEY", 0)
-    assert np.array_equal(window_tables._kernel(advance, context, 1, 1, "test"), _dense_kernel(advance, context, 1, 1, "test"))
+    monkeypatch.setattr(window_kernel, "_dense_kernel", lambda *a: calls.append(1) or _dense_kernel(*a))
+    monkeypatch.setattr(window_kernel, "_DENSE_PER_KEY", 0)
+    assert np.array_equal(window_kernel._kernel(advance, context, 1, 1, "test"), _dense_kernel(advance, context, 1, 1, "test"))
     assert calls
 
 

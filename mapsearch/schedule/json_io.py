@@ -192,16 +192,7 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
 def validate_figures(data: object, source: str, prefix: str = "predicted") -> None:
     """Raise a one-line SpecError unless ``data`` is valid against the schedule schema's ``figures``
     (figures read outside a schedule document: a fused schedule's whole-run ``predicted``)."""
-    from mapsearch.spec.schema import _schema_error, registry, schema_id, _Validator
-    from mapsearch.spec.reading import check_text
-
-    check_text(data, source, prefix)
-    validator = _Validator({"$ref": schema_id(SCHEMA_PATH) + "#/$defs/figures"}, registry=registry())
-    errors = list(validator.iter_errors(data))
-    if errors:
-        best = min(errors, key=lambda e: (len(e.absolute_path), e.validator != "additionalProperties",
-                                          [str(p) for p in e.absolute_path]))
-        raise _schema_error(best, source, prefix)
+    validate_against(data, SCHEMA_PATH, source, prefix, definition="figures")
 
 
 def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predicted") -> Figures:
@@ -253,16 +244,7 @@ def check_embedded_problem(extents, tensors, architecture, einsums, source: str,
     """The embedded workload and architecture checked together, as ``solve`` checks its two files
     (:func:`mapsearch.spec.load.check_problem`): a compute block or a mesh axis's ``may_reuse`` naming what
     the workload lacks, figures beyond the solver's integers. Errors name the field in this file."""
-    try:
-        check_problem(extents, tensors, architecture, source, source, einsums)
-    except SpecError as e:
-        head = e.field.split(".")[0].split("[")[0]
-        prefix = workload_prefix if head == "extents" else "architecture"
-        field = f"{prefix}.{e.field}" if e.field else prefix
-        text = str(e)
-        where = f"{e.source}: {e.field}: " if e.field else f"{e.source}: "
-        detail = text[len(where):] if text.startswith(where) else text
-        raise _note(source, field, detail.replace(f"with {source}: ", "")) from None
+    check_problem(extents, tensors, architecture, source, source, einsums, fields=(workload_prefix, "architecture"))
 
 
 def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> None:

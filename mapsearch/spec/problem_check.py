@@ -32,7 +32,7 @@ def check_homes(homes: Mapping[str, str], workload: Workload, architecture: Arch
 
 
 def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], architecture: Architecture, source: str,
-                  architecture_source: str, einsums: Iterable[Einsum]) -> None:
+                  architecture_source: str, einsums: Iterable[Einsum], *, fields: tuple[str, str] = ("", "")) -> None:
     """The workload (``extents``, tensor names) and the architecture together: names and the size of figures.
 
     The compute block may name only the workload's dimensions, a block in
@@ -40,7 +40,10 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
     (:mod:`mapsearch.spec.block_roles`), a mesh axis's ``may_reuse`` names
     only its tensors (or the roles); the largest figure must fit the
     solver's integers (:func:`limits.einsum_figures`, summed over ``einsums``).
+    ``fields``: where the workload and the architecture sit in their files
+    (a schedule file embeds both: ``("workload", "architecture")``).
     """
+    at_workload, at_arch = fields
     extents = tuple(extents)
     tensors = tuple(tensors)
     einsums = tuple(einsums)
@@ -49,14 +52,14 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
         if d not in dims:
             hint = ("; to bind the block to the workload's dimensions by GEMM role, give it as compute.block_roles"
                     if d in ROLES else "")
-            raise _note(architecture_source, join_path(["compute", "block", d]),
+            raise _note(architecture_source, join_path(["compute", "block", d], at_arch),
                         f"unknown dimension; the workload {source} uses {', '.join(dims)}{hint}")
     blocks = bindable_blocks(architecture.compute, einsums, source, architecture_source)
     for i, lv in enumerate(architecture.levels):
         for j, axis in enumerate(lv.mesh):
             for k, name in enumerate(axis.may_reuse):
                 if name not in _REUSE_ROLES and name not in tensors:
-                    raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k]),
+                    raise _error(architecture_source, join_path(["levels", i, "mesh", j, "may_reuse", k], at_arch),
                                  f"a tensor of {source} ({', '.join(tensors)}) or a role ({', '.join(_REUSE_ROLES)})", name)
     link_costs = [x for lv in architecture.levels if lv.link is not None
                   for x in (lv.link.input_clocks_per_word, lv.link.output_clocks_per_word)]
@@ -70,8 +73,8 @@ def check_problem(extents: Iterable[tuple[str, int]], tensors: Iterable[str], ar
         if problem is None:
             continue
         if alone is not None:  # the extents alone are too big
-            raise _note(source, "extents", f"{problem} (on {architecture_source})")
-        raise _note(architecture_source, "", f"with {source}: {problem}")
+            raise _note(source, join_path(["extents"], at_workload), f"{problem} (on {architecture_source})")
+        raise _note(architecture_source, at_arch, problem if source == architecture_source else f"with {source}: {problem}")
 
 
 def _chain_figures(einsums: tuple[Einsum, ...], extents: Mapping[str, int], block: dict[str, int], links: int,

@@ -107,8 +107,10 @@ def schema(name: str) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _validator_for(path: str) -> Any:
-    return _Validator(_load_schema(path), registry=registry())
+def _validator_for(path: str, definition: str | None = None) -> Any:
+    if definition is None:
+        return _Validator(_load_schema(path), registry=registry())
+    return _Validator({"$ref": f"{schema_id(path)}#/$defs/{definition}"}, registry=registry())
 
 
 _FALLBACK = {
@@ -152,18 +154,21 @@ def _schema_error(error: jsonschema.ValidationError, source: str, prefix: str) -
     return _error(source, join_path(parts, prefix), expected, instance)
 
 
-def validate_against(data: object, schema_name_or_path: str | Path, source: str, prefix: str = "") -> None:
+def validate_against(data: object, schema_name_or_path: str | Path, source: str, prefix: str = "",
+                     definition: str | None = None) -> None:
     """Raise a SpecError for the first schema violation of ``data``.
 
     ``schema_name_or_path`` is a schema stem in ``mapsearch/spec/schemas`` or
     the path of a schema file. ``prefix`` is put before every field name (for
-    a part of a bigger document, e.g. ``'architecture'``).
+    a part of a bigger document, e.g. ``'architecture'``). ``definition``:
+    validate against that entry of the schema's ``$defs`` instead of the
+    whole schema (a part read on its own, e.g. ``'figures'``).
     """
     check_text(data, source, prefix)  # JSON read elsewhere (a schedule file) has not been checked yet
     path = Path(schema_name_or_path)
     if path.suffix != ".json":
         path = SCHEMA_DIR / f"{schema_name_or_path}.schema.json"
-    validator = _validator_for(str(path))
+    validator = _validator_for(str(path), definition)
     errors = list(validator.iter_errors(data))
     if not errors:
         return

@@ -21,13 +21,12 @@ from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.solve.chain import ChainResult, UnfusedOutcome
 from mapsearch.spec.reading import fraction_to_json
 
-__all__ = ["StageCheck", "ChainReplay", "replay_checks", "fused_walk_tiles", "duration_text", "FUSED_TILES_PER_SECOND",
-           "INTERRUPTED"]
+__all__ = ["StageCheck", "ChainReplay", "replay_checks", "duration_text", "FUSED_TILES_PER_SECOND", "INTERRUPTED"]
 
-# The count walk of a fused schedule visits every tile of every level it counts at (sim/fused.py), with no fold
-# of repeated loop bodies as one einsum's walk has: about 5 M tiles a second on this project's 2-core machines
-# (AlexNet's 8 einsums fused at AccelForge simple's GlobalBuffer: 166 M of its 604 M tiles in 30 s, 3 M a second
-# on a machine loaded twice over).
+# The count walk of a fused schedule visits one by one the tiles of the stages it does not fold
+# (sim/fused_count.py: stages of at most EXPLICIT_TILES innermost tiles; fused_count_tiles counts them), about
+# 5 M tiles a second on this project's 2-core machines (measured when every stage was walked: AlexNet's 8 einsums
+# fused at AccelForge simple's GlobalBuffer, 166 M of its 604 M tiles in 30 s, 3 M a second loaded twice over).
 FUSED_TILES_PER_SECOND = 5_000_000
 
 # Why a check stopped by Ctrl-C did not run (StageCheck.error).
@@ -77,7 +76,7 @@ def replay_checks(result: ChainResult, mode: str, max_cells: int | None = None, 
 
     In count mode, ``max_cells`` bounds each single-einsum walk with spatial
     splits (``replay(..., max_cells=)``) and ``max_fused_tiles`` the walk of
-    a fused schedule of the best option (:func:`fused_walk_tiles`, known
+    a fused schedule of the best option (``sim.fused_count.fused_count_tiles``, known
     before it starts); ``max_other_fused_tiles`` that of the best fused
     schedule where another option is best (its check does not decide what
     is written). A walk past its bound is not run, and its check says so
@@ -142,7 +141,7 @@ def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Wa
     """One schedule of ``option`` replayed against its prediction; a fused one past ``max_fused_tiles`` is not
     walked."""
     if isinstance(schedule, FusedSchedule):
-        tiles = 0 if max_fused_tiles is None else fused_walk_tiles(schedule)
+        tiles = 0 if max_fused_tiles is None else fused_count_tiles(schedule)
         if max_fused_tiles is not None and tiles > max_fused_tiles:
             return StageCheck(name, schedule.predicted, None, error=_too_many_tiles(tiles, max_fused_tiles),
                               not_run=True, option=option)
@@ -157,13 +156,6 @@ def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Wa
                           not_run=isinstance(e, WalkTooLong), option=option)
     return StageCheck(name, schedule.predicted, r.figures, tuple(differences(schedule.predicted, r.figures)),
                       data_ok=r.data_ok, max_abs_error=r.max_abs_error, option=option)
-
-
-def fused_walk_tiles(fs: FusedSchedule) -> int:
-    """The tiles the count walk of ``fs`` visits one by one (sim/fused_count.py): a stage small enough to be
-    walked tile by tile counts every tile of each level that keeps a tensor and of the innermost level; a
-    folded stage none. Counted from the piece tables, without walking."""
-    return fused_count_tiles(fs)
 
 
 def _too_many_tiles(tiles: int, limit: int) -> str:

@@ -35,15 +35,16 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.replay import MODES, replay
 from mapsearch.sim import walk_spatial
 from mapsearch.sim.errors import WalkTooLong
+from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch.sim.spatial import has_splits
+from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.sim.walk_spatial import WALK_CELLS_PER_SECOND
 from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
-from mapsearch.solve.chain_replay import FUSED_TILES_PER_SECOND, duration_text, fused_walk_tiles, replay_checks
+from mapsearch.solve.chain_replay import FUSED_TILES_PER_SECOND, duration_text, replay_checks
 from mapsearch.solve.progress import finished, report
 from mapsearch.solve.explain import with_core
 from mapsearch.solve.interrupt import CheckInterrupted, checking
 from mapsearch.solve.named_options import MAX_SECONDS, MAX_SEED, MAX_WORKERS, Number, solve_options
-from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.solve.run import SolveResult, solve as solve_problem
 from mapsearch.solve.tree import path_rules, solve_tree
 from mapsearch.spec.architecture import Architecture
@@ -217,8 +218,9 @@ def check_walk_cells(time_limit: float) -> int:
 def check_fused_tiles(time_limit: float) -> int:
     """The most tiles the check replay after a chain solve walks for a fused schedule: as
     :func:`check_walk_cells`, about the solve's own limit at the fused walk's rate and never less than the same
-    minutes (about 22). The fused count walk visits every tile (sim/fused.py): AlexNet's 8 einsums fused on
-    AccelForge's ``simple`` are 604 M tiles, 105 s after a 5 s solve."""
+    minutes (about 22). The fused count walk visits the tiles of the stages it does not fold one by one
+    (sim/fused_count.py, ``fused_count_tiles``); before the fold AlexNet's 8 einsums fused on AccelForge's
+    ``simple`` were 604 M tiles, 105 s after a 5 s solve."""
     at_least = CHECK_WALK_MIN_CELLS * FUSED_TILES_PER_SECOND // WALK_CELLS_PER_SECOND
     return max(at_least, int(time_limit * FUSED_TILES_PER_SECOND))
 
@@ -295,7 +297,7 @@ def solve_chain(workload: WorkloadSource, architecture: ArchitectureSource, *, h
     best = result.best_fused()
     how_long = ""
     if best is not None and replay_mode == "count":
-        tiles = fused_walk_tiles(best.schedule)
+        tiles = fused_count_tiles(best.schedule)
         bound = limits.get("max_fused_tiles" if f"fused at {best.level}" == result.best else "max_other_fused_tiles")
         walked = "too many to walk" if bound is not None and tiles > bound else \
             duration_text(tiles / FUSED_TILES_PER_SECOND)

@@ -18,7 +18,7 @@ from mapsearch import cli
 from mapsearch.cli.solve_progress import ProgressLine
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve import chain, entry
-from mapsearch.solve.chain_replay import fused_walk_tiles
+from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch.solve.progress import SolveProgress, listening
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def test_the_check_of_a_chain_says_the_fused_walks_size() -> None:
     with listening(seen.append):
         result = entry.solve_chain(ROOT / "examples" / "chains" / "fusion-wins.yaml",
                                    ROOT / "examples" / "chains" / "fusion-arch.yaml", options=OPTIONS)
-    tiles = fused_walk_tiles(result.best_fused().schedule)
+    tiles = fused_count_tiles(result.best_fused().schedule)
     assert [p.phase for p in seen][-2:] == [f"checking: the count replay checks the chain's schedules (the best fused "
                                             f"schedule: {tiles:,} tiles, under a second)", "finished"]
 

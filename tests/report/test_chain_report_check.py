@@ -11,7 +11,8 @@ import pytest
 from mapsearch.model.options import SolveOptions
 from mapsearch.report.chain_report import chain_report_dict, render_chain_text
 from mapsearch.solve import entry
-from mapsearch.solve.chain_replay import INTERRUPTED, ChainReplay, fused_walk_tiles, replay_checks
+from mapsearch.sim.fused_count import fused_count_tiles
+from mapsearch.solve.chain_replay import INTERRUPTED, ChainReplay, replay_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAIN = ROOT / "examples" / "chains" / "fusion-wins.yaml"
@@ -31,7 +32,7 @@ def _lines(result, checks: ChainReplay) -> list[str]:
 
 def test_a_fused_check_past_its_bound_did_not_run_and_says_its_bound(solved) -> None:
     checks = replay_checks(solved, "count", max_fused_tiles=1)
-    tiles = fused_walk_tiles(solved.best_fused().schedule)
+    tiles = fused_count_tiles(solved.best_fused().schedule)
     lines = _lines(solved, checks)
     at = lines.index("replay (count mode):")
     assert lines[at + 1] == (

@@ -5,7 +5,7 @@ stages it does not fold (sim/fused_count.py: stages of more than
 ``EXPLICIT_TILES`` innermost tiles are folded, so AlexNet's 8 einsums fused
 on AccelForge's ``simple``, 604 M tiles, take milliseconds where they took
 105 s). The tiles it walks are known before it starts
-(:func:`fused_walk_tiles`); past the bound
+(``fused_count_tiles``); past the bound
 (``entry.check_fused_tiles``) the check says it was not run, and the CLI
 writes nothing, as for one einsum's ``WalkTooLong``.
 """
@@ -18,6 +18,7 @@ import pytest
 
 import mapsearch.sim.buffers as buffers
 import mapsearch.sim.fused_count as fused_count
+from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch import cli
 from mapsearch.model.options import SolveOptions
 from mapsearch.sim.errors import WalkTooLong
@@ -54,13 +55,13 @@ def test_the_fused_walks_size_is_the_tiles_it_walks(monkeypatch, level: int) -> 
     monkeypatch.setattr(fused_count, "_feed", fed)
     monkeypatch.setattr(buffers, "chunk_calls", calls)  # sim/fused_count.py reads it from its module at each walk
     replay(fs, mode="count")
-    assert chain_replay.fused_walk_tiles(fs) == sum(pid.shape[1] for pid in walked.values()) > 0
+    assert fused_count_tiles(fs) == sum(pid.shape[1] for pid in walked.values()) > 0
 
 
 def test_a_fused_walk_past_its_bound_is_not_run(monkeypatch) -> None:
     result = solve_chain(tiny(), load_architecture(ARCH), {}, OPTIONS)
     fs = result.best_fused().schedule
-    tiles = chain_replay.fused_walk_tiles(fs)
+    tiles = fused_count_tiles(fs)
     walks = []
     monkeypatch.setattr(chain_replay, "replay", lambda s, **kw: walks.append(s) or replay(s, **kw))
     at = chain_replay.replay_checks(result, "count", max_fused_tiles=tiles)
@@ -116,7 +117,7 @@ def test_another_options_fused_walk_is_bounded_by_the_limit_alone(monkeypatch, t
     graph = WorkloadGraph.from_texts("tiny", TEXTS, {"m": 8, "n": 2, "k": 16, "p": 16})
     result = solve_chain(graph, load_architecture(ARCH), {}, OPTIONS)
     assert result.best == "materialized at L0" and result.best_fused().level == "L1"
-    tiles = chain_replay.fused_walk_tiles(result.best_fused().schedule)
+    tiles = fused_count_tiles(result.best_fused().schedule)
     assert tiles == 34
     past = chain_replay.replay_checks(result, "count", max_fused_tiles=10**9, max_other_fused_tiles=33)
     assert past.checks[0].not_run and past.checks[0].option == "fused at L1" and past.failures(result.best) == ()

@@ -42,7 +42,7 @@ from mapsearch.model.options import SolveOptions
 @lru_cache(maxsize=256)
 def _chains_cached(extent: int, depth: int, footprints: tuple[Footprint, ...], block: int,
                    bounds: tuple[tuple[int, int], ...], pinned: bool,
-                   spatial: tuple[tuple[int, int], ...] = (), window: bool = False, tied: int = 0,
+                   spatial: tuple[tuple, ...] = (), window: bool = False, tied: int = 0,
                    unequal_above: bool = True) -> DimChains:
     return enumerate_chains(extent, depth, footprints, block, list(bounds), pinned, spatial, window, tied,
                             unequal_above)

@@ -184,7 +184,7 @@ def enumerate_chains(
     block: int = 1,
     bounds: list[tuple[int, int]] | None = None,
     pinned: bool = False,
-    spatial: tuple[tuple[int, int], ...] = (),
+    spatial: tuple[tuple, ...] = (),
     window: bool = False,
     tied: int = 0,
     unequal_above: bool = True,
@@ -194,7 +194,8 @@ def enumerate_chains(
     ``bounds[j-1] = (lo, hi)`` limits ``T_j`` (user constraints); ``pinned``
     keeps the whole extent at every level (a filter dimension of a
     convolution axis, see :mod:`mapsearch.model.problem`). With ``spatial``
-    (``(level s, largest mesh axis)`` per meshed level, outermost first),
+    (``(level s, largest mesh axis[, the axes' sizes])`` per meshed level,
+    outermost first),
     each chain may also split its level-``(s-1)`` tile into parts across the
     instances of every meshed level
     (:func:`mapsearch.model.spatial_chains.spatial_quantities`). ``window``:
@@ -228,7 +229,7 @@ def enumerate_chains(
     q = _quantities(extent, tiles, footprints, block)
     q["tied"] = tied
     checkpoint(doing)
-    spatial = tuple((s, f) for s, f in spatial if f > 1)
+    spatial = tuple(entry for entry in spatial if entry[1] > 1)
     if spatial and not pinned:
         if any(is_positional(f) for f in footprints):
             raise ValueError("positional footprints are not summed below a spatial split")

@@ -53,10 +53,15 @@ def meshed_levels(p: Problem) -> tuple[int, ...]:
     return tuple(i for i, lv in enumerate(p.architecture.levels) if lv.instances > 1)
 
 
-def chain_spatial(p: Problem) -> tuple[tuple[int, int], ...]:
-    """``(meshed level, largest mesh axis)`` per meshed level: what the chains split (model/spatial_chains.py)."""
+def chain_spatial(p: Problem) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """``(meshed level, largest mesh axis, the axes' sizes)`` per meshed level: what the chains split
+    (model/spatial_chains.py)."""
     levels = p.architecture.levels
-    return tuple((s, max((a.size for a in levels[s].mesh), default=levels[s].instances)) for s in meshed_levels(p))
+    out = []
+    for s in meshed_levels(p):
+        sizes = tuple(a.size for a in levels[s].mesh) or (levels[s].instances,)
+        out.append((s, max(sizes), sizes))
+    return tuple(out)
 
 
 def split_dims(enc: Encoding, lv: int | None = None) -> list[str]:

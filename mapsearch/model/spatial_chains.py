@@ -14,11 +14,8 @@ instances (``"sum"``); the tables of every view are
 :mod:`mapsearch.model.spatial_views`' (the cost is per class of instances
 that do the same work, a few per split, whatever the instance count).
 
-Which parts are enumerated (:func:`choose_families`): per meshed level
-every part, the balanced parts ``ceil(T_{s-1} / m)``, or the parts that
-divide the parent tile and its pieces; the widest combination whose (chain,
-part) rows stay within :data:`SPATIAL_ROWS_LIMIT` (every part at every
-level) or :data:`BALANCED_ROWS_LIMIT` (otherwise). A filter window's
+Which parts are enumerated per meshed level: the widest combination of
+part families within the row limits (model/part_families.py). A filter window's
 dimension gets every part at every level within :data:`WINDOW_ROWS_LIMIT`
 and :data:`WINDOW_CLASSES_LIMIT` (its link copies' classes, each a view
 ``"cls<c>"``: :func:`copy_classes`), else :data:`EQUAL_PARTS` above L0
@@ -35,22 +32,11 @@ import math
 
 import numpy as np
 
-from mapsearch.budget import checkpoint
+from mapsearch.model.part_families import (ALL_PARTS, EVEN_PARTS, _choice_counts, _parents, axis_sizes,
+                                           choose_families, part_choices)
 from mapsearch.model.spatial_views import (Pieces, all_view_tables, beyond_digit_zero, digit_classes, expanded_pieces,
                                           is_class_entry)
 
-# (chain, part) rows per dimension before pruning. Nearly every row survives pruning (its
-# per-instance views differ) and CP-SAT's time grows with the table rows: measured on the 16x16
-# array, 100x37x61 with every part (36,240 rows for m) solves in 15 s instead of 0.7 s; 256^3
-# with balanced parts (24,090 rows per dimension) in 33 s instead of 4 s with dividing parts;
-# the ResNet-50 1x1 layer on eyeriss-like with every part of p and q (16,332 rows each, 28,000
-# before pruning) in 64 s, with balanced ones (2,680 each) in 3.7 s, the same optimum.
-SPATIAL_ROWS_LIMIT = 15_000  # every part at every meshed level up to this
-BALANCED_ROWS_LIMIT = 8_000  # a narrower family at some level: up to this, else parts that divide
-ALL_PARTS = "all parts"
-BALANCED_PARTS = "balanced parts ceil(T/m) only"
-EVEN_PARTS = "even divisions of the parent tile only"
-FAMILIES = (ALL_PARTS, BALANCED_PARTS, EVEN_PARTS)
 # A window dimension's parts above L0 (model/windows.py): every instance the same part of every parent piece.
 EQUAL_PARTS = "equal parts only"
 # A window dimension's split rows at L0, where its parts may be unequal, in every family. Its coincidence
@@ -70,13 +56,8 @@ WINDOW_CLASSES_LIMIT = 8
 # instead of 17 s), so they keep equal parts; a 1-D window, or a 2-D one with one dimension split unequally,
 # has at most 4.
 WINDOW_COPIES_LIMIT = 4
-_CELLS_AT_ONCE = 4_000_000  # (parent extent, factor) pairs tabled at once by part_choices
 
 # ----------------------------------------------------------------------------- which parts
-def _parents(tiles: np.ndarray, extent: int, s: int) -> np.ndarray:
-    return np.full(tiles.shape[0], extent, dtype=np.int64) if s == 1 else tiles[:, s - 2]
-
-
 def _common_divisor(pieces: Pieces) -> np.ndarray:
     """Per row, the gcd of the extents of the pieces present (0 when none)."""
     rows = pieces[0][0].shape[0]
@@ -84,141 +65,6 @@ def _common_divisor(pieces: Pieces) -> np.ndarray:
     for size, count in pieces:
         common = np.gcd(common, np.where(count > 0, size, 0))
     return common
-
-
-def part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family: str,
-                 common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(row, part)`` pairs of a family with factor 2..max_factor and ``T_s <= part < T_{s-1}``.
-
-    ``ALL_PARTS``: every part; ``BALANCED_PARTS``: ``ceil(parent/m)``;
-    ``EVEN_PARTS``: ``parent/m`` where that divides ``common`` (the gcd of
-    the parent pieces). The unsplit choice (``part = parent``) is not listed.
-    """
-    # A factor beyond the largest parent tile gives the same parts (ceil(P/m) = 1): exact, and a mesh of
-    # a billion instances costs no more than one as wide as the extent.
-    max_factor = min(max_factor, int(parent.max(initial=1)))
-    if family == ALL_PARTS:
-        lo = np.maximum(inner, -(-parent // max_factor))
-        counts = np.maximum(parent - lo, 0)  # parts lo .. parent-1
-        rows = np.repeat(np.arange(parent.size), counts)
-        start = np.repeat(np.cumsum(counts) - counts, counts)
-        return rows, np.repeat(lo, counts) + (np.arange(rows.size) - start)
-    if max_factor < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if family == BALANCED_PARTS:  # few cheap passes, and the output is most of the work
-        rows, parts = [], []
-        previous = parent
-        for m in range(2, max_factor + 1):
-            if m % 256 == 0:
-                checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
-            part = -(-parent // m)
-            ok = (part >= inner) & (part < parent) & (part != previous)  # non-increasing in m: new values only
-            previous = part
-            rows.append(np.flatnonzero(ok))
-            parts.append(part[ok])
-        return np.concatenate(rows), np.concatenate(parts)
-    row, m, p = _even_choices(parent, inner, max_factor, common)
-    # Factor-major, then rows ascending (they are already): a stable sort on the factor, a radix sort when it fits 16 bits.
-    order = np.argsort(m.astype(np.uint16) if max_factor < 2**16 else m, kind="stable")
-    return row[order], p[order]
-
-
-def _even_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, common: np.ndarray):
-    """``(row, factor - 2, part)`` of :data:`EVEN_PARTS`, by row then factor.
-
-    The even parts of a parent tile are its divisors: tabled once per
-    distinct parent, each row then keeps those >= its inner tile that
-    divide its pieces, instead of a pass (two remainders) over every row
-    per factor, which took seconds with 128 instances a side.
-    """
-    which, first, n, m_index, listed_part = _prefix_choices(parent, inner, max_factor, EVEN_PARTS)
-    row = np.repeat(np.arange(parent.size), n)
-    k = np.repeat(first[which], n) + (np.arange(row.size) - np.repeat(np.cumsum(n) - n, n))
-    m, p = m_index[k], listed_part[k]
-    ok = common[row] % p == 0
-    return row[ok], m[ok], p[ok]
-
-
-def _prefix_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family: str):
-    """The parts of the family per distinct parent (:func:`_listed_parts`, decreasing) and per row how many of
-    its parent's are >= its inner tile (a prefix): ``(which parent, its first entry, count, factor - 2, part)``."""
-    values, which = np.unique(parent, return_inverse=True)
-    per_value, value_of, m_index, listed_part = _listed_parts(values, max_factor, family)
-    first = np.cumsum(per_value) - per_value
-    big = int(values.max()) + 1
-    key = value_of * big - listed_part  # ascending: by value, then parts decreasing
-    n = np.searchsorted(key, which * big - inner, side="right") - first[which]
-    return which, first, n, m_index, listed_part
-
-
-def _listed_parts(values: np.ndarray, max_factor: int, family: str):
-    """Per parent extent of ``values``: its parts of the family with factor 2..max_factor, decreasing.
-
-    ``(count per value, value index, factor - 2, part)`` per listed part, by
-    value then factor. Tabled a block of values at a time (values x
-    factors stays small even where both reach the extent).
-    """
-    factor = np.arange(2, max_factor + 1, dtype=np.int64)
-    step = max(1, _CELLS_AT_ONCE // factor.size)
-    value_of, m_index, parts = [], [], []
-    for lo in range(0, values.size, step):
-        checkpoint(f"splitting tiles over a mesh of {max_factor:,} instances")
-        v = values[lo:lo + step, None]
-        if family == BALANCED_PARTS:
-            part = -(-v // factor[None, :])
-            previous = np.concatenate([v, part[:, :-1]], axis=1)
-            listed = (part < v) & (part != previous)  # non-increasing in m: each value at its first m
-        else:
-            part = v // factor[None, :]
-            listed = (v % factor[None, :] == 0) & (part > 0)
-        i, m = np.nonzero(listed)
-        value_of.append(i + lo)
-        m_index.append(m)
-        parts.append(part[i, m])
-    value_of = np.concatenate(value_of)
-    return np.bincount(value_of, minlength=values.size), value_of, np.concatenate(m_index), np.concatenate(parts)
-
-
-def _choice_counts(tiles: np.ndarray, extent: int, s: int, max_factor: int, family: str,
-                   common: np.ndarray) -> np.ndarray:
-    """Per row: how many split parts the family offers at level ``s``."""
-    parent = _parents(tiles, extent, s)
-    if family == ALL_PARTS:
-        return np.maximum(parent - np.maximum(tiles[:, s - 1], -(-parent // max_factor)), 0)
-    max_factor = min(max_factor, int(parent.max(initial=1)))
-    if max_factor < 2:
-        return np.zeros(tiles.shape[0], dtype=np.int64)
-    if family == BALANCED_PARTS:  # every balanced part >= the inner tile is listed: the prefix's length
-        return _prefix_choices(parent, tiles[:, s - 1], max_factor, family)[2].astype(np.int64)
-    rows, _, _ = _even_choices(parent, tiles[:, s - 1], max_factor, common)
-    return np.bincount(rows, minlength=tiles.shape[0]).astype(np.int64)
-
-
-def choose_families(tiles: np.ndarray, extent: int, spatial, commons,
-                    limits: tuple[int, int] | None = None) -> tuple[str, ...]:
-    """The widest part family per meshed level whose split (chain, part) rows fit the limits.
-
-    Every part everywhere while the rows beyond the unsplit chains stay
-    within ``limits[0]`` (:data:`SPATIAL_ROWS_LIMIT`); otherwise the
-    combination with the most rows within ``limits[1]``
-    (:data:`BALANCED_ROWS_LIMIT`); none fitting, parts that divide at every
-    level.
-    """
-    all_limit, narrower_limit = limits or (SPATIAL_ROWS_LIMIT, BALANCED_ROWS_LIMIT)
-    counts = {(lv, fam): _choice_counts(tiles, extent, s, mf, fam, commons[lv])
-              for lv, (s, mf) in enumerate(spatial) for fam in FAMILIES}
-    best, best_rows = None, -1
-    for combo in itertools.product(FAMILIES, repeat=len(spatial)):
-        total = np.ones(tiles.shape[0], dtype=np.float64)
-        for lv, fam in enumerate(combo):
-            total *= 1 + counts[(lv, fam)]
-        split_rows = float(total.sum()) - tiles.shape[0]
-        limit = all_limit if all(f == ALL_PARTS for f in combo) else narrower_limit
-        if all(f == ALL_PARTS for f in combo) and split_rows <= limit:
-            return combo
-        if split_rows <= limit and split_rows > best_rows:
-            best, best_rows = combo, split_rows
-    return best if best is not None else (EVEN_PARTS,) * len(spatial)
 
 
 # ----------------------------------------------------------------------------- equal parts
@@ -292,7 +138,7 @@ def _with_parts(q: dict, spatial, footprints, block: int, window: bool, unequal:
     """:func:`spatial_quantities` with a window dimension's parts above L0 unequal (``unequal``; None where the
     rows or the classes pass their limits) or equal."""
     tiles, extent = q["tiles"], q["extent"]
-    levels = [s for s, _ in spatial]
+    levels = [entry[0] for entry in spatial]
     commons = [_common_divisor(q["pieces"][s - 1]) for s in levels]
     if unequal:
         families = list(choose_families(tiles, extent, spatial, commons, (WINDOW_ROWS_LIMIT, 0)))
@@ -305,17 +151,18 @@ def _with_parts(q: dict, spatial, footprints, block: int, window: bool, unequal:
     sel = np.arange(tiles.shape[0])
     part_cols: list[np.ndarray] = []
     split_rows = 0
-    for lv, ((s, mf), family) in enumerate(zip(spatial, families)):
+    for lv, (entry, family) in enumerate(zip(spatial, families)):
+        s, mf = entry[0], entry[1]
         parent = _parents(tiles[sel], extent, s)
         if window and not unequal and s == tiles.shape[1]:  # no link below: any part is exact (model/windows.py)
-            family = families[lv] = choose_families(tiles[sel], extent, ((s, mf),), (commons[lv][sel],),
+            family = families[lv] = choose_families(tiles[sel], extent, (entry,), (commons[lv][sel],),
                                                     (WINDOW_ROWS_LIMIT, WINDOW_ROWS_LIMIT))[0]
         if family == EQUAL_PARTS:
             above = {levels[n]: part_cols[n] for n in range(lv)}
             rows, parts, complete = equal_part_choices(tiles[sel], extent, s, mf, above)
             families[lv] = ALL_PARTS if complete else EQUAL_PARTS
         else:
-            rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel])
+            rows, parts = part_choices(parent, tiles[sel, s - 1], mf, family, commons[lv][sel], axis_sizes(entry))
         keep = np.concatenate([np.arange(sel.size), rows])
         part_cols = [c[keep] for c in part_cols] + [np.concatenate([parent, parts])]
         sel = sel[keep]

@@ -38,18 +38,21 @@ def solve_cli(preset: str) -> dict:
     return json.loads(out.stdout)
 
 
-@pytest.mark.parametrize("preset, levels, time, words", [
+@pytest.mark.parametrize("preset, levels, time, words, status", [
     # HBM -> CMEM moves A, B once and Z once up: (5,917 + 11,773 + 18,721) x 21/6140 clocks.
-    ("tpu-v4i-like", ["VMEM", "PE"], Fraction(764631, 6140), 121067),
-    # DRAM -> GLB: 17,690 words down, 18,721 up, 5/6 clock per word on a shared line. The GLB holds A and B
-    # whole (buffers placed above the mesh, docs/spatial.md): GLB -> PE moves A once, 41,236 words down in
-    # all and Z's 18,721 up (143,460 words with default positions only).
-    ("eyeriss-like", ["PE"], Fraction(60685, 2), 96368),
-    ("simba-like", ["GB", "PE", "Lane"], Fraction(59957, 64), 452926),
+    ("tpu-v4i-like", ["VMEM", "PE"], Fraction(764631, 6140), 121067, "OPTIMAL_IN_FAMILY"),
+    # DRAM -> GLB: 17,690 words down, 18,721 up, 5/6 clock per word on a shared line. The GLB holds every
+    # tensor whole (buffers placed above the mesh, docs/spatial.md), and GLB -> PE moves each element once too:
+    # m (97, prime) in parts of ceil(97/14) = 7 over the 14 PEs of x, k (61, prime) in parts of ceil(61/4) = 16
+    # over 4 of y, inputs multicast, partial sums reduced. Every link at its compulsory words is the contract's
+    # floor, so the result is OPTIMAL whatever the family left out (model/family.meets_contract_floors). With
+    # parts that divide only (before model/part_families.MESH_PARTS), neither prime could be split: 96,368 words.
+    ("eyeriss-like", ["PE"], Fraction(60685, 2), 72822, "OPTIMAL"),
+    ("simba-like", ["GB", "PE", "Lane"], Fraction(59957, 64), 452926, "OPTIMAL_IN_FAMILY"),
 ])
-def test_preset_solves_on_its_array_path(preset, levels, time, words) -> None:
+def test_preset_solves_on_its_array_path(preset, levels, time, words, status) -> None:
     report = solve_cli(preset)
-    assert report["status"] == "OPTIMAL_IN_FAMILY" and report["gap"] == 0
+    assert report["status"] == status and report["gap"] == 0
     assert report["predicted_equals_replayed"] and not report["mismatches"]
     assert Fraction(report["exact"]["time"]) == time and report["words_total"] == words
     spatial = report["spatial"]
@@ -59,8 +62,12 @@ def test_preset_solves_on_its_array_path(preset, levels, time, words) -> None:
     whole = math.prod(e["array_utilization"] for e in spatial)
     assert whole == pytest.approx(float(Fraction(report["exact"]["array_utilization"])))
     assert report["compute_instances"] == math.prod(e["instances"] for e in spatial)
-    # Every restriction of the searched family is named (OPTIMAL_IN_FAMILY, never a bare OPTIMAL).
-    assert any(r.startswith("buffer placement") for r in report["family_restrictions"])
+    # Every restriction of the searched family is named (OPTIMAL_IN_FAMILY, never a bare OPTIMAL); at the
+    # contract's floors none can matter, and none is listed.
+    if status == "OPTIMAL":
+        assert report["family_restrictions"] == []
+    else:
+        assert any(r.startswith("buffer placement") for r in report["family_restrictions"])
 
 
 def test_tpu_v4i_like_compulsory_time() -> None:

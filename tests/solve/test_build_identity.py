@@ -40,7 +40,7 @@ import mapsearch.model.chains as chains_module  # noqa: E402
 import mapsearch.model.row_keys as row_keys  # noqa: E402
 from mapsearch.model.dominance import beaten_in_groups, survivors, undominated  # noqa: E402
 from mapsearch.model.row_keys import distinct_rows, sorted_groups  # noqa: E402
-from mapsearch.model.spatial_chains import FAMILIES, BALANCED_PARTS, _choice_counts, part_choices  # noqa: E402
+from mapsearch.model.part_families import FAMILIES, BALANCED_PARTS, MESH_PARTS, _choice_counts, part_choices  # noqa: E402
 from mapsearch.model.spatial_views import digit_classes, expanded_pieces, Instance, all_view_tables  # noqa: E402
 from mapsearch.model.window_types import Tree, advance_types, context_types  # noqa: E402
 from mapsearch.model import window_pruning, window_tables  # noqa: E402
@@ -248,10 +248,48 @@ def test_part_choices_are_the_pass_per_factor(seed: int) -> None:
     tiles = np.stack([parent, inner], axis=1)  # level 2's parent tile and its own
     for max_factor in (1, 2, 5, 16, 1000):
         for family in FAMILIES[1:]:
+            if family == MESH_PARTS:
+                continue  # test_mesh_part_choices_are_their_definition
             got, want = part_choices(parent, inner, max_factor, family, common), ref_part_choices(parent, inner, max_factor, family, common)
             assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want))
             counts = _choice_counts(tiles, extent, 2, max_factor, family, common)
             assert np.array_equal(counts, np.bincount(want[0], minlength=rows)) and counts.dtype == np.int64
+
+
+def ref_mesh_choices(parent, inner, axes, max_factor, common):
+    """MESH_PARTS by its definition: the even divisions, and ceil(parent/m) for every m <= max_factor dividing an axis."""
+    pairs = set()
+    for r, (p, t, c) in enumerate(zip(parent.tolist(), inner.tolist(), common.tolist())):
+        for m in range(2, max_factor + 1):
+            part = -(-p // m)
+            axis = any(a % m == 0 for a in axes)
+            even = p % m == 0 and part > 0 and c % part == 0
+            if (axis or even) and t <= part < p:
+                pairs.add((r, part))
+    return pairs
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_mesh_part_choices_are_their_definition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    extent, rows = int(rng.integers(1, 200)), int(rng.integers(1, 300))
+    parent = rng.integers(1, extent + 1, rows)
+    inner = np.minimum(rng.integers(1, extent + 1, rows), parent)
+    common = np.gcd(parent, rng.integers(0, extent + 1, rows))
+    tiles = np.stack([parent, inner], axis=1)
+    for axes in ((6,), (6, 6), (12, 14), (7,), (128, 4), (1000,), (2,)):
+        max_factor = max(axes)
+        row, part = part_choices(parent, inner, max_factor, MESH_PARTS, common, axes)
+        got = list(zip(row.tolist(), part.tolist()))
+        assert len(got) == len(set(got)) and set(got) == ref_mesh_choices(parent, inner, axes, max_factor, common)
+        factor = -(-parent[row] // part)
+        assert np.all(np.diff(factor) >= 0) and row.dtype == part.dtype == np.int64  # factor-major
+        counts = _choice_counts(tiles, extent, 2, max_factor, MESH_PARTS, common, axes)
+        assert np.array_equal(counts, np.bincount(row, minlength=rows))
+        # a superset of the even divisions, a subset of the balanced parts
+        even = set(zip(*(a.tolist() for a in part_choices(parent, inner, max_factor, FAMILIES[-1], common))))
+        balanced = set(zip(*(a.tolist() for a in part_choices(parent, inner, max_factor, BALANCED_PARTS, common))))
+        assert even <= set(got) <= balanced
 
 
 # --------------------------------------------------------------------------- view tables

@@ -11,7 +11,8 @@ four levels, pinned and bounded dimensions, affine, table and positional
 footprints), recorded from the code at commit 5a82dbb (before the
 speed-up; ``tpu 3x3`` and ``window, two meshes`` re-recorded when window
 dimensions were split over mesh axes, issue 15, and again when their parts
-above L0 could be unequal, with a view per class of link copies). The tables of the 15 cases of benchmarks/build_speed.py and
+above L0 could be unequal, with a view per class of link copies; ``simba mm`` and ``three meshes`` re-recorded when the part
+family of balanced parts over the mesh axes' divisors, model/part_families.py, widened two of its dimensions). The tables of the 15 cases of benchmarks/build_speed.py and
 the CP-SAT models built from them were also checked equal when the
 speed-up was made.
 
@@ -58,7 +59,7 @@ LAYERS = {
 RECORDED_LAYERS = {
     'tpu 1x1s2': 'c9fdde0e86877524d01e',
     'tpu 3x3': '116402e0cb495a7c17f5',  # window dims split over the mesh, unequal parts above L0 (issue 15)
-    'simba mm': '52323dbdbfa68e3f1fed',
+    'simba mm': '53d97717b8f712bc1704',  # MESH_PARTS: n and k take wider part families within the row limit (issue 15)
     'eyeriss 1x1s2': 'b6edbabc9b7fe9e18d79',
     'gpu-sm 3x3': '9a7947dd53155b418e36',
     'cpu-core 3x3': 'db0940278a9670cfcca5',
@@ -95,7 +96,7 @@ RECORDED_CHAINS = {
     'window': 'e477053846e884175cce',
     'one mesh': '3325c8e2a5e941ad7eaa',
     'two meshes': '8357fdd7b6d9b9626fea',
-    'three meshes': 'ff8a32f8385441ab74e1',
+    'three meshes': 'fc1ae2271a8df6424448',  # MESH_PARTS at the innermost meshed level within the row limit (issue 15)
     'window, two meshes': 'bc0bf4c94675ab636ac3',  # unequal window parts above L0 (issue 15)
 }
 

@@ -87,18 +87,19 @@ def test_assignments_on_a_3x3_layer_fill_the_array_at_its_compute_floor() -> Non
 def test_assignments_count_the_links_where_chiplets_share_nothing() -> None:
     """conv4_x's 1x1 256 -> 1024 layer (14x14) on ``simba-like``: 36 chiplets that share nothing over one
     package link. The fewest calls spread the pixels over every chiplet, each of which then reads the whole
-    1024x256 weights over that link (25 chiplets' worth): link-bound at several times its calls. The first
-    assignment counts the links: output channels over four chiplets, no pixel split there, and its time is
-    its calls' (12,544 clocks, compute-bound)."""
+    1024x256 weights over that link: link-bound at 89,757/4 clocks for 1,694 calls. The first assignment
+    counts the links: output channels over six chiplets (parts of ceil(1024/6) = 171, model/part_families.py's
+    mesh parts), no pixel split there: 8,624 calls, link-bound at 95,601/8 clocks, half the other's time.
+    (With parts that divide only, k went over four chiplets: 12,544 clocks, compute-bound.)"""
     enc, _ = _coarse("O[n,k,p,q] += I[n,c,p,q] * W[k,c]", "simba-like", n=1, k=1024, c=256, p=14, q=14)
     fewest_calls = spatial_seed._beam(enc, lambda est, calls, shared: (calls, -shared))[0]
     first = spatial_seed.assignments(enc)[0]
     chiplets = [(s.dim, s.factor) for s in first if enc.spatial_levels[s.lv] == 1]
-    assert chiplets == [("k", 4)]
+    assert chiplets == [("k", 6)]
     estimated, calls, _ = spatial_seed._score(enc, first)
-    assert estimated == calls == 12544
-    assert spatial_seed._link_time(enc, fewest_calls) > 4 * estimated
-    assert spatial_seed._calls(enc, fewest_calls) < calls
+    assert (estimated, calls) == (Fraction(95601, 8), 8624)
+    assert spatial_seed._link_time(enc, fewest_calls) == Fraction(89757, 4) > estimated
+    assert spatial_seed._calls(enc, fewest_calls) == 1694 < calls
 
 
 def test_a_seeded_search_reaches_the_floor_and_replays() -> None:

@@ -94,20 +94,22 @@ def test_unequal_parts_match_brute_force(case, objective) -> None:
     assert objective.key(f) == b.value
 
 
-@pytest.mark.parametrize("limit, family, clocks", [(2, "balanced parts ceil(T/m) only", 150),
-                                                   (1, "even divisions of the parent tile only", 375)])
+@pytest.mark.parametrize("limit, family, clocks", [
+    (2, "balanced parts ceil(T/m) only", 150),
+    (1, "even divisions and balanced parts ceil(T/m) with m dividing a mesh axis only", 150),
+    (0, "even divisions of the parent tile only", 375)])
 def test_a_reduced_part_family_is_named(monkeypatch, limit, family, clocks) -> None:
     """Beyond the row limit fewer parts are cut, and the result says so (OPTIMAL_IN_FAMILY, never OPTIMAL).
 
     5^3 on 3 instances (L0 holds 1x1x1 tiles): per dimension 3 split (chain, part) rows in all (parts
-    4, 3 and 2 of 5), 2 balanced ones (parts 3 and 2).
-    Balanced parts still reach ceil(5/3) = 2 (2 x 25 calls x 3 clocks); parts dividing 5 split nothing.
+    4, 3 and 2 of 5), 2 balanced ones (parts 3 and 2), 1 mesh part (2 = ceil(5/3), 3 dividing the axis).
+    Balanced and mesh parts still reach ceil(5/3) = 2 (2 x 25 calls x 3 clocks); parts dividing 5 split nothing.
     """
     import mapsearch.model.build as build
-    import mapsearch.model.spatial_chains as sc
+    import mapsearch.model.part_families as pf
 
-    monkeypatch.setattr(sc, "SPATIAL_ROWS_LIMIT", limit)
-    monkeypatch.setattr(sc, "BALANCED_ROWS_LIMIT", limit)
+    monkeypatch.setattr(pf, "SPATIAL_ROWS_LIMIT", limit)
+    monkeypatch.setattr(pf, "BALANCED_ROWS_LIMIT", limit)
     build._chains_cached.cache_clear()  # chains are cached per extent and bounds, not per limit
     try:
         w, a = compute_bound(5, 3, 3)

@@ -15,22 +15,11 @@ KEY_BATCH = 1 << 22  # keys moved at once when a fold adds a run's keys
 
 
 def add_moved(tr: Tracker, keys: np.ndarray, g: np.ndarray, times: int) -> None:
-    """Add to ``tr.seen`` the ``keys`` moved by ``m * g`` for ``m = 1 .. times``, in batches of about
-    :data:`KEY_BATCH` keys (one union at the end where the set is sparse)."""
-    coords = np.array(np.unravel_index(keys, tr.radix), _I64).reshape(len(tr.radix), -1)
-    per = max(1, KEY_BATCH // len(keys))
-    batches = []
+    """Add to ``tr.seen`` the ``keys`` (distinct) moved by ``m * g`` for ``m = 1 .. times``, in batches of
+    about :data:`KEY_BATCH` keys (one union at the end where the set is sparse)."""
+    per = times if tr.seen.form == "sorted" else max(1, KEY_BATCH // len(keys))
     for m0 in range(1, times + 1, per):
-        ms = np.arange(m0, min(times, m0 + per - 1) + 1, dtype=_I64)
-        moved = np.repeat(coords[:, None, :], len(ms), axis=1)
-        moved[1:] += g[:, None, None] * ms[None, :, None]
-        flat = np.ravel_multi_index(tuple(moved.reshape(len(tr.radix), -1)), tr.radix)
-        if tr.seen.dense is not None:
-            tr.seen.add(flat)
-        else:
-            batches.append(flat)
-    if batches:
-        tr.seen.add(np.concatenate(batches))
+        tr.seen.add_translates(keys, g, np.arange(m0, min(times, m0 + per - 1) + 1, dtype=_I64))
 
 
 def move(carry: np.ndarray, g: np.ndarray, times: int) -> np.ndarray:

@@ -187,7 +187,7 @@ class _Folder:
             while last + 1 < n and alike[last] and int(delta[last]) == d:
                 last += 1
             # Per output: the boxes of body t+1 (the run's next), once for the keys kept and the check.
-            boxes = {id(tr): self.box(tr, i, k, t + 1, parent, size, start) for tr in self.outputs}
+            boxes = {id(tr): self.box(tr, i, k, t + 1, parent, cur, a, size, start) for tr in self.outputs}
             future = {id(tr): self.future(tr, boxes[id(tr)], self.axis_step(tr, i, k, d), last - t - 1)
                       for tr in self.outputs}
             if prev is not None and prev.t == t - 1 and prev.delta == d and prev.last == last:
@@ -233,15 +233,25 @@ class _Folder:
             p = p * lay.splits[c].factor + lay.digits[tr.level][:, c]
         return p
 
-    def box(self, tr: Tracker, i: int, k: int, z: int, parent, size, start) -> tuple[np.ndarray, np.ndarray]:
+    def box(self, tr: Tracker, i: int, k: int, z: int, parent, cur, a: int, size, start
+            ) -> tuple[np.ndarray, np.ndarray]:
         """Per region axis and instance ``(axes, instances)``: the least and greatest ``lo`` of the tracker's
-        regions in body ``z`` (an instance with no piece there gets an empty box)."""
+        regions in body ``z`` of loop ``a`` (an instance with no piece there gets an empty box).
+
+        Along ``k`` the tracker holds (its part of) a piece inside body ``z``'s level-``i`` piece if it
+        moves, else its level-``pick`` piece. Along a dimension ``e`` whose level-``i`` loop is outside
+        loop ``a`` the level-``i`` piece is fixed for the whole body (``cur[e]``), so a tracker that picks
+        level ``i`` or deeper holds a piece inside it; otherwise its piece at ``min(pick, i-1)`` (inside
+        ``parent``) bounds it. Each bound moves by ``g`` from a body to the next, as the fold needs."""
         vt = self.vt
         lo_e, hi_e = [], []
         empty = np.zeros(tr.n, bool)
+        outer = self.orders[i][:a - self.first_of_level[i]]  # level-i loops outside loop a: fixed in ``cur``
         for e in range(self.nd):
             if e == k and self.moves(tr, i, k):
                 level, s, z_ = i, start[z], size[z]
+            elif e in outer and self.pick[id(tr)][e] >= i:
+                level, s, z_ = i, vt.start[i][e][int(cur[e])], vt.size[i][e][int(cur[e])]
             else:
                 level = min(self.pick[id(tr)][e], i - 1)
                 pid = int(parent[e])

@@ -30,7 +30,10 @@ multicasts or reduces, and each element still crosses once, on some copy):
     shared:    time >= F_a * icpw / n_a
     separate:  time * (icpw + ocpw) * n_a >= F_a * icpw * ocpw,  time >= D_a * icpw / n_a,  time >= U_a * ocpw / n_a
 
-with ``F_a`` the link's floor and ``D_a``/``U_a`` its down/up floors.
+with ``F_a`` the link's floor and ``D_a``/``U_a`` its down/up floors. Into
+instances that share nothing, the time is also at least the least ``T`` at
+which the link can carry what the instances need to make the MACs within
+``T`` (model/fanout_bound.py).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import math
 from dataclasses import dataclass
 
 from mapsearch.model.encoding import Encoding, Q
+from mapsearch.model.fanout_bound import fanout_time_floor
 from mapsearch.model.problem import Problem
 from mapsearch.model.lower_bound import segment_floor, segment_reuse, touched_elements
 from mapsearch.spec.workload import Workload
@@ -228,8 +232,17 @@ def contract_floors(p: Problem, scale: int) -> tuple[int, int]:
     restricted search whose optimum meets them has lost nothing.
     """
     floors = link_floors(p)
-    time_floor_ = max(link_time_floor(p, floors, scale), compute_time_floor(p, scale))
+    time_floor_ = max(link_time_floor(p, floors, scale), compute_time_floor(p, scale),
+                      fanout_time_floor(p, scale, _link_time(p, floors, scale)))
     return time_floor_, sum(f.total for f in floors.values())
+
+
+def _link_time(p: Problem, floors: dict[int, LinkFloor], scale: int):
+    """``(a, words) ->`` link ``a``'s least time carrying at least ``words`` and its floors (for model/fanout_bound.py)."""
+    def time(a: int, words: int) -> int:
+        f = floors[a]
+        return link_time_floor(p, {a: LinkFloor(a, f.down, f.up, max(f.io, words))}, scale)
+    return time
 
 
 def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
@@ -239,7 +252,8 @@ def _add_time_floors(enc: Encoding, floors: dict[int, LinkFloor]) -> None:
         return
     best = link_time_floor(enc.problem, floors, enc.scale)
     if enc.problem.fusion_level is None:  # a fused stage's time is not its own: no floor claimed (as for words)
-        best = max(best, compute_time_floor(enc.problem, enc.scale))
+        best = max(best, compute_time_floor(enc.problem, enc.scale),
+                   fanout_time_floor(enc.problem, enc.scale, _link_time(enc.problem, floors, enc.scale)))
     if best > enc.time.lo:
         enc.model.add(enc.time.expr >= best)
     enc.cache["bounds_time"] = best

@@ -238,14 +238,19 @@ def test_survivors_are_the_whole_row_pruning(args, monkeypatch) -> None:
     assert np.array_equal(survivors(q), ref_survivors(q))
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_part_choices_are_the_pass_per_factor(seed: int) -> None:
+def random_parents(seed: int):
+    """``(extent, rows, parent, inner, common, tiles)``: random parent tiles, inner tiles and piece gcds."""
     rng = np.random.default_rng(seed)
     extent, rows = int(rng.integers(1, 200)), int(rng.integers(1, 300))
     parent = rng.integers(1, extent + 1, rows)
     inner = np.minimum(rng.integers(1, extent + 1, rows), parent)
     common = np.gcd(parent, rng.integers(0, extent + 1, rows))
-    tiles = np.stack([parent, inner], axis=1)  # level 2's parent tile and its own
+    return extent, rows, parent, inner, common, np.stack([parent, inner], axis=1)  # level 2's parent tile and its own
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_part_choices_are_the_pass_per_factor(seed: int) -> None:
+    extent, rows, parent, inner, common, tiles = random_parents(seed)
     for max_factor in (1, 2, 5, 16, 1000):
         for family in FAMILIES[1:]:
             if family == MESH_PARTS:
@@ -271,12 +276,7 @@ def ref_mesh_choices(parent, inner, axes, max_factor, common):
 
 @pytest.mark.parametrize("seed", range(30))
 def test_mesh_part_choices_are_their_definition(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    extent, rows = int(rng.integers(1, 200)), int(rng.integers(1, 300))
-    parent = rng.integers(1, extent + 1, rows)
-    inner = np.minimum(rng.integers(1, extent + 1, rows), parent)
-    common = np.gcd(parent, rng.integers(0, extent + 1, rows))
-    tiles = np.stack([parent, inner], axis=1)
+    extent, rows, parent, inner, common, tiles = random_parents(seed)
     for axes in ((6,), (6, 6), (12, 14), (7,), (128, 4), (1000,), (2,)):
         max_factor = max(axes)
         row, part = part_choices(parent, inner, max_factor, MESH_PARTS, common, axes)

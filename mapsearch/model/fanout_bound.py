@@ -101,9 +101,11 @@ def fanout_time_floor(p: Problem, scale: int, link_time) -> int:
             words = _split_words(w.macs, (t // call) * per_call, units, reuse)
             return None if words is None else link_time(a, words)
 
-        hi = call * -(-w.macs // per_call)  # one instance can do it all: every smaller F is feasible after
+        # From this T on one instance can make every MAC and F(T) = f(MACs): the condition holds at the larger
+        # of T and that link time. At 0 no call fits: it fails. Bisect between, keeping both so.
+        hi = call * -(-w.macs // per_call)
         hi = max(hi, needed(hi))
-        lo = 0  # needed(lo) fails or exceeds lo
+        lo = 0
         while hi - lo > 1:
             mid = (lo + hi) // 2
             n = needed(mid)

@@ -116,31 +116,35 @@ def part_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, family:
 
 def _mesh_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, common: np.ndarray,
                   axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """``(row, part)`` of :data:`MESH_PARTS`, each pair once, by factor ``ceil(parent / part)`` then row.
+    """``(row, part)`` of :data:`MESH_PARTS`, each pair once: the axes' balanced parts by factor, then the even
+    divisions none of those gives.
 
-    An even division ``parent/m`` is also ``ceil(parent/m)``, so the union
-    is the balanced parts of the axes' factors plus the even divisions by
-    other factors."""
+    ``ceil(parent/m)`` does not grow with ``m``, so dropping a value equal
+    to the previous factor's keeps each balanced part once. An even division
+    ``e = parent/m'`` is ``ceil(parent/m)`` exactly for ``m' <= m <=
+    (parent-1) // (e-1)`` (every ``m >= m'`` when ``e = 1``): it is already
+    listed iff an axis factor lies there. No sort: counting the family is on
+    the chain enumeration's path."""
     largest = int(parent.max(initial=1))
+    factors = np.array(mesh_factors(max_factor, axes, largest), dtype=np.int64)
     rows, parts = [], []
-    for m in mesh_factors(max_factor, axes, largest):
+    previous = parent
+    for m in factors.tolist():
         part = -(-parent // m)
-        ok = (part >= inner) & (part < parent)
+        ok = (part >= inner) & (part < parent) & (part != previous)
+        previous = part
         rows.append(np.flatnonzero(ok))
         parts.append(part[ok])
     if min(max_factor, largest) >= 2:
-        even_row, _, even_part = _even_choices(parent, inner, min(max_factor, largest), common)
-        rows.append(even_row)
-        parts.append(even_part)
+        row, m_even, even = _even_choices(parent, inner, min(max_factor, largest), common)
+        lo = m_even + 2  # the factor of the even division
+        hi = np.where(even > 1, (parent[row] - 1) // np.maximum(even - 1, 1), np.iinfo(np.int64).max)
+        listed = np.searchsorted(factors, hi, side="right") > np.searchsorted(factors, lo, side="left")
+        rows.append(row[~listed])
+        parts.append(even[~listed])
     if not rows:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    row, part = np.concatenate(rows).astype(np.int64), np.concatenate(parts).astype(np.int64)
-    factor = -(-parent[row] // part)
-    order = np.lexsort((part, row, factor))
-    row, part, factor = row[order], part[order], factor[order]
-    first = np.ones(row.size, dtype=bool)  # one pair once: the same factor and row give the same part
-    first[1:] = (row[1:] != row[:-1]) | (part[1:] != part[:-1])
-    return row[first], part[first]
+    return np.concatenate(rows).astype(np.int64), np.concatenate(parts).astype(np.int64)
 
 
 def _even_choices(parent: np.ndarray, inner: np.ndarray, max_factor: int, common: np.ndarray):

@@ -32,17 +32,19 @@ from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.json_io import (
     _pretty,
     _raise_violation,
-    check_embedded_problem,
+    SCHEMA_PATH,
     figures_from_dict,
     figures_to_dict,
     read_json,
+    refuse_block_roles,
     schedule_from_dict,
+    schedule_from_parts,
     schedule_to_dict,
-    validate_figures,
 )
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.spec.load import _architecture, architecture_to_dict, workload_to_dict
+from mapsearch.spec.load import _architecture, architecture_to_dict, check_problem, workload_to_dict
 from mapsearch.spec.reading import _error, _note
+from mapsearch.spec.schema import validate_against
 
 __all__ = ["FORMAT", "VERSION", "fused_violations", "check_fused", "fused_to_dict", "fused_from_dict",
            "dumps_fused", "save_fused", "load_fused"]
@@ -215,18 +217,6 @@ def _prefixed(err: SpecError, source: str, prefix: str) -> SpecError:
     return _note(source, field, detail)
 
 
-def _figures(data: object, source: str, field: str):
-    if not isinstance(data, Mapping):
-        raise _error(source, field, "figures (links, op_calls, compute_time, macs, block_macs, occupancy)", data)
-    validate_figures(data, source, field)  # as a stage's predicted is: ints, not 1e309 or Infinity
-    try:
-        return figures_from_dict(data, source, field)
-    except SpecError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
-        raise _note(source, field, f"malformed figures ({type(e).__name__}: {e})") from None
-
-
 def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSchedule:
     """Validate raw data and build a legal :class:`FusedSchedule` (one-line SpecErrors)."""
     from mapsearch.spec.graph_load import graph_from_dict
@@ -249,15 +239,13 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
         raise _error(source, "graph", "a chain {name, einsums, extents}", data["graph"])
     if not isinstance(data["architecture"], Mapping):
         raise _error(source, "architecture", "an architecture object", data["architecture"])
-    from mapsearch.spec.schema import validate_against
-
     validate_against(data["architecture"], "architecture", source, "architecture")
     arch = _architecture(data["architecture"], source, "architecture")
-    if arch.compute.block_roles:  # as for one einsum's schedule: the stages' op is bound to dimensions
-        raise _note(source, "architecture.compute.block_roles", "a schedule's op is bound to dimensions: give "
-                    "compute.block (the solver writes the binding it chose there)")
-    tensors = tuple(dict.fromkeys(t.name for e in graph.einsums for t in e.tensors))
-    check_embedded_problem(graph.extents, tensors, arch, graph.einsums, source, "graph")  # the chain's figures
+    refuse_block_roles(arch, source)
+    # The chain and the architecture together, once: a stage may lack a dimension the block or a tensor a
+    # mesh's may_reuse names, as solve_chain allows (its stages are built below without this check).
+    check_problem(graph.extents, graph.tensor_names, arch, source, source, graph.einsums,
+                  fields=("graph", "architecture"))
     level = data["fusion_level"]
     if isinstance(level, str) and level in arch.level_names:
         f = arch.index(level)
@@ -275,10 +263,11 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
         for key in raw:
             if key not in {"levels", "homes", "predicted"}:
                 raise _note(source, f"stages[{e}].{key}", "unknown field; expected one of homes, levels, predicted")
+        workload = graph.stage(e)
         doc = {
             "format": "mapsearch-schedule",
             "version": 1,
-            "workload": workload_to_dict(graph.stage(e)),
+            "workload": workload_to_dict(workload),
             "architecture": data["architecture"],
             "levels": raw.get("levels"),
             "homes": raw.get("homes", {}),
@@ -286,10 +275,12 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
         if "predicted" in raw:
             doc["predicted"] = raw["predicted"]
         try:
-            stages.append(schedule_from_dict(doc, source))
+            validate_against(doc, SCHEMA_PATH, source)  # the stage's levels, homes and figures
+            stages.append(schedule_from_parts(doc, workload, arch, source))
         except SpecError as err:
             raise _prefixed(err, source, f"stages[{e}]") from None
-    predicted = _figures(data["predicted"], source, "predicted") if "predicted" in data else None
+    predicted = (figures_from_dict(data["predicted"], source, "predicted", validated=False)
+                 if "predicted" in data else None)
     fs = FusedSchedule(graph, arch, f, tuple(stages), predicted)
     found = fused_violations(fs)
     if found:

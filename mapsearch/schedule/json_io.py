@@ -41,6 +41,8 @@ from mapsearch.errors import SpecError, UsageError
 from mapsearch.schedule.figures import Figures, LinkFigures, TensorTraffic
 from mapsearch.schedule.legality import violations
 from mapsearch.schedule.schedule import DramPlan, LevelMapping, Schedule, SpatialSplit
+from mapsearch.spec.architecture import Architecture
+from mapsearch.spec.workload import Workload
 from mapsearch.spec.load import _architecture, _workload, architecture_to_dict, check_problem, workload_to_dict
 from mapsearch.spec.reading import _error, _note, fraction_from_json, fraction_to_json, join_path, read_text
 from mapsearch.spec.schema import validate_against
@@ -189,18 +191,17 @@ def save_schedule(schedule: Schedule, path: str | Path) -> None:
     write_text_atomic(path, dumps_schedule(schedule))
 
 
-def validate_figures(data: object, source: str, prefix: str = "predicted") -> None:
-    """Raise a one-line SpecError unless ``data`` is valid against the schedule schema's ``figures``
-    (figures read outside a schedule document: a fused schedule's whole-run ``predicted``)."""
-    validate_against(data, SCHEMA_PATH, source, prefix, definition="figures")
-
-
-def figures_from_dict(data: Mapping[str, Any], source: str, prefix: str = "predicted") -> Figures:
-    """Build :class:`Figures` from data already valid against the schema's ``figures`` (:func:`validate_figures`).
+def figures_from_dict(data: object, source: str, prefix: str = "predicted", validated: bool = True) -> Figures:
+    """Build :class:`Figures` from data valid against the schema's ``figures`` (checked here unless
+    ``validated``: figures read outside a schedule document, a fused schedule's whole-run ``predicted``).
 
     Counts beyond 2^62 (the solver's integers) are refused: no solve predicts them.
     """
     from mapsearch.spec import limits
+
+    if not validated:
+        validate_against(data, SCHEMA_PATH, source, prefix, definition="figures")
+    assert isinstance(data, Mapping)
 
     def count(value: Any, *path: object) -> int:
         if value > limits.MODEL_LIMIT:
@@ -240,13 +241,6 @@ def _raise_violation(text: str, source: str) -> None:
     raise _note(source, field, detail)
 
 
-def check_embedded_problem(extents, tensors, architecture, einsums, source: str, workload_prefix: str) -> None:
-    """The embedded workload and architecture checked together, as ``solve`` checks its two files
-    (:func:`mapsearch.spec.load.check_problem`): a compute block or a mesh axis's ``may_reuse`` naming what
-    the workload lacks, figures beyond the solver's integers. Errors name the field in this file."""
-    check_problem(extents, tensors, architecture, source, source, einsums, fields=(workload_prefix, "architecture"))
-
-
 def _check_names(data: Mapping[str, Any], schedule: Schedule, source: str) -> None:
     """Unknown dimensions and tensors named at their exact JSON path."""
     from mapsearch.spec import limits
@@ -282,10 +276,24 @@ def schedule_from_dict(data: object, source: str = "<schedule>") -> Schedule:
     assert isinstance(data, Mapping)
     workload = _workload(data["workload"], source, "workload")
     architecture = _architecture(data["architecture"], source, "architecture")
-    if architecture.compute.block_roles:  # the replay counts calls from a block by dimension only
+    refuse_block_roles(architecture, source)
+    check_problem(workload.extents, workload.tensor_names, architecture, source, source, (workload.einsum,),
+                  fields=("workload", "architecture"))
+    return schedule_from_parts(data, workload, architecture, source)
+
+
+def refuse_block_roles(architecture: Architecture, source: str) -> None:
+    """A schedule's op is bound to dimensions: the replay counts calls from a block by dimension only."""
+    if architecture.compute.block_roles:
         raise _note(source, "architecture.compute.block_roles", "a schedule's op is bound to dimensions: give "
                     "compute.block (the solver writes the binding it chose there)")
-    check_embedded_problem(workload.extents, workload.tensor_names, architecture, (workload.einsum,), source, "workload")
+
+
+def schedule_from_parts(data: Mapping[str, Any], workload: Workload, architecture: Architecture,
+                        source: str) -> Schedule:
+    """The :class:`Schedule` of schema-valid ``data`` whose workload and architecture are built and checked
+    together already (by :func:`schedule_from_dict`, or for a fused stage by the chain's check: a stage may
+    lack a dimension the chain's block or a tensor its mesh's ``may_reuse`` names). Names and legality here."""
     levels = tuple(
         LevelMapping(
             level=raw["name"],

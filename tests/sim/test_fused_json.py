@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from fused_helpers import fused  # noqa: E402
 from mapsearch.errors import SpecError
 from mapsearch.schedule.fused_json import FORMAT, dumps_fused, fused_from_dict, fused_to_dict, load_fused, save_fused
 from mapsearch.sim.fused import replay_fused
-from mapsearch.spec.architecture import Architecture, Level, Link
+from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import WorkloadGraph
 
 MM3 = ["T[m,n] += A[m,k] * B[k,n]", "Y[m,p] += T[m,n] * C[n,p]"]
@@ -38,6 +39,24 @@ def test_round_trip(tmp_path):
     p = tmp_path / "f.json"
     save_fused(fs, p)
     assert load_fused(p) == fs
+
+
+def test_a_stage_need_not_have_the_chain_s_block_dimension(tmp_path):
+    """The architecture is checked against the whole chain, once, as solve_chain checks it: a block on k
+    (stage 0's only dimension) read before, and reads again (each stage was checked alone for a while)."""
+    fs = make()
+    arch = dataclasses.replace(fs.architecture, compute=Compute((("k", 1),)))
+    fs = dataclasses.replace(fs, architecture=arch, stages=tuple(dataclasses.replace(s, architecture=arch) for s in fs.stages))
+    p = tmp_path / "f.json"
+    save_fused(fs, p)
+    assert load_fused(p) == fs
+
+
+def test_the_chain_check_still_names_its_field():
+    d = json.loads(dumps_fused(make()))
+    d["architecture"]["compute"] = {"block": {"q": 2}, "clocks_per_call": 1}
+    with pytest.raises(SpecError, match=r"architecture\.compute\.block\.q: unknown dimension"):
+        fused_from_dict(d, "f.json")
 
 
 def edit(path, value):

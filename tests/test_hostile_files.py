@@ -176,10 +176,29 @@ def test_sweep_file_limits(tmp_path: Path, key: str, value: str, shown: str) -> 
     ("--time-limit", "inf", "--time-limit: expected seconds > 0, got inf"),
     ("--time-limit", "1e30", "--time-limit: expected at most 10,000,000 seconds, got 1e+30"),
     ("--work-limit", "inf", "--work-limit: expected deterministic seconds > 0, got inf"),
+    ("--work-limit", "1e9", "--work-limit: expected at most 10,000,000 seconds, got 1000000000.0"),
 ])
 def test_sweep_limits(tmp_path: Path, flag: str, value: str, message: str) -> None:
     out = tmp_path / "results"
     fails(["sweep", EXAMPLES / "sweeps" / "l1-capacity.yaml", "--out", out, flag, value, "-q"], message, out)
+
+
+def test_one_limit_on_seconds_for_the_api_and_the_sweep_schema() -> None:
+    """The sweep file's schema, load_sweep's overrides and characterize all stop where solve does."""
+    import json
+
+    from mapsearch import api
+    from mapsearch.errors import UsageError
+    from mapsearch.solve.named_options import MAX_SECONDS
+    from mapsearch.sweep.spec import SCHEMA, load_sweep
+
+    properties = json.loads(SCHEMA.read_text(encoding="utf-8"))["properties"]
+    assert properties["time_limit"]["maximum"] == properties["work_limit"]["maximum"] == MAX_SECONDS
+    for key in ("time_limit", "work_limit"):
+        with pytest.raises(UsageError, match=f"^{key}: expected at most 10,000,000 seconds, got 1000000000.0$"):
+            load_sweep(EXAMPLES / "sweeps" / "l1-capacity.yaml", **{key: 1e9})
+        with pytest.raises(UsageError, match=f"^{key}: expected at most 10,000,000 seconds"):
+            api.characterize("resnet50", ["cpu"], "/nonexistent-out", **{"time_limit": 30, key: 1e9})
 
 
 # ---- empty option values are bad values, not "not given" (--objective '' solved for time: exit 0)

@@ -11,7 +11,6 @@ distinct layer on every profile through the sweep machinery (resumable in
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
@@ -26,6 +25,7 @@ from mapsearch.characterize.run import Characterization, characterize as charact
 from mapsearch.errors import MapsearchError, UsageError
 from mapsearch.sweep.lock import DirectoryLock, check_out_directory
 from mapsearch.sweep.runner import Progress, check_scheduler
+from mapsearch.solve.named_options import check_seconds
 
 __all__ = ["CharacterizeStart", "characterize"]
 
@@ -67,10 +67,9 @@ def characterize(model: Union[str, Path, Mapping[str, Any], Model], profiles: Se
     """
     if workers is not None and workers < 1:
         raise UsageError("workers", "an int >= 1", workers)
-    if not (math.isfinite(time_limit) and time_limit > 0):
-        raise UsageError("time_limit", "seconds > 0", time_limit)
-    if work_limit is not None and not (math.isfinite(work_limit) and work_limit > 0):
-        raise UsageError("work_limit", "deterministic seconds > 0", work_limit)
+    check_seconds("time_limit", time_limit)
+    if work_limit is not None:
+        check_seconds("work_limit", work_limit, "deterministic seconds > 0")
     check_scheduler(scheduler)
     if isinstance(model, Model):
         net = model

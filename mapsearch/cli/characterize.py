@@ -16,7 +16,6 @@ Exit codes: 0 done (failed layers are listed and counted); 1 some replay
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,9 @@ __all__ = ["add_parser", "run"]
 def run(args: argparse.Namespace) -> None:
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
-    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
-    if args.time_limit > 10**7:  # as solve's --time-limit (about 116 days: a limit beyond it is a typo)
-        raise MapsearchError(f"--time-limit: expected at most {10**7:,} seconds, got {args.time_limit:g}")
-    if args.work_limit is not None and not (math.isfinite(args.work_limit) and args.work_limit > 0):
-        raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {args.work_limit}")
+    api.check_seconds("--time-limit", args.time_limit)  # as solve's --time-limit
+    if args.work_limit is not None:
+        api.check_seconds("--work-limit", args.work_limit, "deterministic seconds > 0")
     if args.top < 0:
         raise MapsearchError(f"--top: expected an int >= 0 (0: all layers), got {args.top}")
     api.check_scheduler(args.scheduler, "--scheduler")

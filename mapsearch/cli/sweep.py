@@ -12,7 +12,6 @@ report); 2 bad input; 130 interrupted (what finished is stored; rerun to go on).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,20 +23,16 @@ from mapsearch.errors import MapsearchError
 
 __all__ = ["add_parser", "run"]
 
-MAX_SECONDS = 10**7  # as solve's --time-limit (about 116 days: a limit beyond it is a typo)
-
 
 def run(args: argparse.Namespace) -> None:
     """Run ``mapsearch sweep``; a failure raises (:mod:`mapsearch.cli.exits`)."""
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
-    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        raise MapsearchError(f"--time-limit: expected seconds > 0, got {args.time_limit}")
-    if args.time_limit is not None and args.time_limit > MAX_SECONDS:  # as solve's --time-limit
-        raise MapsearchError(f"--time-limit: expected at most {MAX_SECONDS:,} seconds, got {args.time_limit:g}")
+    if args.time_limit is not None:  # as solve's --time-limit
+        api.check_seconds("--time-limit", args.time_limit)
     work = getattr(args, "work_limit", None)
-    if work is not None and not (math.isfinite(work) and work > 0):
-        raise MapsearchError(f"--work-limit: expected deterministic seconds > 0, got {work}")
+    if work is not None:
+        api.check_seconds("--work-limit", work, "deterministic seconds > 0")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
     api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first
     api.check_scheduler(args.scheduler, "--scheduler")

@@ -30,7 +30,7 @@ from mapsearch.spec.tree_nodes import Tree
 from mapsearch.spec.tree_paths import flatten
 from mapsearch.spec.workload import Workload
 
-__all__ = ["Number", "MAX_WORKERS", "MAX_SEED", "MAX_SECONDS", "solve_options"]
+__all__ = ["Number", "MAX_WORKERS", "MAX_SEED", "MAX_SECONDS", "check_seconds", "solve_options"]
 
 Number = Union[int, float, Fraction, str]  # an exact number: 2, 0.25, Fraction(1, 3) or '1/3'
 
@@ -52,7 +52,8 @@ def _exact(name: str, value: Number, expected: str) -> Fraction:
 MAX_SECONDS = 10**7  # about 116 days: a limit beyond it is a typo, and 1e308 overflowed the walk's cell limit
 
 
-def _seconds(name: str, value: float, expected: str) -> float:
+def check_seconds(name: str, value: float, expected: str = "seconds > 0") -> float:
+    """``value`` as seconds, finite, > 0 and at most :data:`MAX_SECONDS`; else a UsageError naming ``name``."""
     if not (math.isfinite(value) and value > 0):
         raise UsageError(name, expected, value)
     if value > MAX_SECONDS:
@@ -100,9 +101,9 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
             raise UsageError(name("objective"), "one of " + ", ".join(OBJECTIVES), objective)
         given["objective"] = objective
     if time_limit is not None:
-        given["time_limit"] = _seconds(name("time_limit"), time_limit, "seconds > 0")
+        given["time_limit"] = check_seconds(name("time_limit"), time_limit, "seconds > 0")
     if work_limit is not None:
-        given["work_limit"] = _seconds(name("work_limit"), work_limit, "deterministic seconds > 0")
+        given["work_limit"] = check_seconds(name("work_limit"), work_limit, "deterministic seconds > 0")
     if min_utilization is not None:
         u = _exact(name("min_utilization"), min_utilization, "a number in (0, 1]")
         if not 0 < u <= 1:

@@ -45,6 +45,7 @@ from mapsearch.spec.load import (
 from mapsearch.spec.reading import parse_yaml, read_text, read_yaml
 from mapsearch.spec.schema import validate_against
 from mapsearch.sweep.case import Case
+from mapsearch.solve.named_options import check_seconds
 
 __all__ = ["Sweep", "load_sweep", "sweep_from_dict", "expand", "case_content_id", "DEFAULT_TIME_LIMIT"]
 
@@ -278,6 +279,10 @@ def sweep_from_dict(data: object, source: str = "<sweep>", *, base: Path | None 
     constraints = _constraints(data.get("constraints"), base, source)
     params = _params(data.get("params") or {}, source)
     mode = data.get("mode", "grid")
+    if time_limit is not None:  # overrides are checked as solve's options are (the file's by its schema)
+        check_seconds("time_limit", time_limit)
+    if work_limit is not None:
+        check_seconds("work_limit", work_limit, "deterministic seconds > 0")
     limit = float(time_limit if time_limit is not None else data.get("time_limit", DEFAULT_TIME_LIMIT))
     if mode == "list" and len({len(p.values) for p in params}) > 1:
         lengths = ", ".join(f"{p.path}: {len(p.values)}" for p in params)

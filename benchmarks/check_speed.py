@@ -4,7 +4,7 @@ Every ``mapsearch solve`` replays its schedule in count mode. Two cases where
 that check used to dwarf the solve:
 
 1. The 2024 Timeloop tutorial's layer (8.6 G MACs on 8 PEs,
-   ``tests/data/peers/timeloop/tutorial_2024``): its output has 67 M
+   ``tests/data/peers/timeloop/tutorial_2024``): its output has 67 M possible
    (instance, region) keys, which the fold's box queries scanned whole (45 s
    of check after a 2.5 s solve; ``mapsearch/sim/key_set.py`` now reads only
    the occupied cells). Printed: the solve's seconds, the check's, their ratio.

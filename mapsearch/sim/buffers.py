@@ -4,7 +4,7 @@ A :class:`BufferCounter` is fed chunks of piece ids in execution order and
 counts the entries into new regions (loads, or stores of an output), their
 words, the partial-sum reloads of outputs and the largest region; nothing
 here is a formula, only region changes along the visited sequence
-(mapsearch/sim/walk.py, placed.py and fused.py read it).
+(mapsearch/sim/walk.py, placed.py and fused_count.py read it).
 """
 
 from __future__ import annotations

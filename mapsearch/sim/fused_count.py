@@ -8,7 +8,7 @@ enters at the first step of every run, even into an equal region (the runs
 start empty). Per stage it either
 
 - visits every tile of every level it counts at (:func:`_walk_stage`:
-  :func:`mapsearch.sim.pieces.tile_chunks` and :func:`_feed`), or
+  :func:`mapsearch.sim.pieces.tile_chunks` and ``BufferCounter.feed``'s ``start``), or
 - above ``explicit_tiles`` innermost tiles, walks the same sequence folded
   (:func:`mapsearch.sim.walk_folded.fold_counts` with ``runs_below=f``):
   each kind of loop body counted once, the run starts forced on the steps
@@ -170,14 +170,9 @@ def _walk_stage(st: Schedule, f: int, chunk: int) -> tuple[int, list[BufferCount
                 start[0] = prev_run is None or int(run[0]) != prev_run
                 prev_run = int(run[-1])
             for c in counters.values():
-                _feed(c, pid, start)
+                c.feed(pid, start)  # start: the first tile of a sub-nest run enters whatever its region
             if calls_per_piece is not None:
                 op_calls += buffers.chunk_calls(pid, calls_per_piece)
         out += [BufferCount(t, i, c.is_output, c.words, c.reload, c.largest, c.entries) for t, c in counters.items()]
     return op_calls, out
 
-
-def _feed(c: BufferCounter, pid: np.ndarray, start: np.ndarray | None) -> None:
-    """``BufferCounter.feed`` where ``start`` marks the first tile of a sub-nest run: an entry even if the region
-    is the same (the run starts empty)."""
-    c.feed(pid, start)

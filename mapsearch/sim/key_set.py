@@ -14,7 +14,7 @@ possible keys; none changes an answer, only its cost:
   *page*, given out in the order cells are first entered (``page_of[cell]``,
   0 for none; page 0 is always empty, so a lookup needs no test). Memory
   touched and a box query's work go with the occupied cells, not with the
-  output's size: on the 2024 Timeloop tutorial's layer (67 M output keys)
+  output's size: on the 2024 Timeloop tutorial's layer (67 M possible output keys)
   the box queries scanned the whole output 270 times (23 s), and a bitmap
   over all keys paid a page fault for every 4 KiB it touched.
 - ``"sorted"`` (more): a sorted array, membership by binary search.
@@ -123,12 +123,6 @@ class Seen:
         self._flush()
         return self._added
 
-    @property
-    def occupied(self) -> np.ndarray:
-        """Per cell ("cells" form), whether it holds a key."""
-        self._flush()
-        return self.page_of > 0
-
     def contains(self, keys: np.ndarray) -> np.ndarray:
         self._flush()
         if self.form == "bitmap":
@@ -173,8 +167,8 @@ class Seen:
             return
         coords = np.array(np.unravel_index(keys, self.radix), _I64).reshape(len(self.radix), -1)
         for a in np.flatnonzero(g):  # out of the key space: refused, as ``ravel_multi_index`` refuses it
-            ends = (int(coords[a + 1].min() + g[a] * ms.min()), int(coords[a + 1].max() + g[a] * ms.max()))
-            if min(ends) < 0 or max(ends) >= self.radix[a + 1]:
+            moves = (int(g[a] * ms.min()), int(g[a] * ms.max()))  # either end, whatever the sign of g
+            if int(coords[a + 1].min()) + min(moves) < 0 or int(coords[a + 1].max()) + max(moves) >= self.radix[a + 1]:
                 raise ValueError(f"keys moved out of the key space along axis {a + 1}")
         self._pending.append((keys, np.asarray(g, _I64), np.asarray(ms, _I64)))
 

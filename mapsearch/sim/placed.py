@@ -84,8 +84,8 @@ class _PlacedCounter(BufferCounter):
             self.radix = tuple(self.pieces.radix[k] for k in self.out_dims)
             self.first_entry = np.full(int(np.prod(self.radix)), np.iinfo(_I64).max, _I64)
 
-    def feed(self, pid: np.ndarray) -> None:
-        super().feed(self.pieces.lift(pid))
+    def feed(self, pid: np.ndarray, start: np.ndarray | None = None) -> None:
+        super().feed(self.pieces.lift(pid), start)
 
 
 def count_placed(schedule: Schedule, chunk: int = CHUNK) -> Figures:

@@ -33,6 +33,7 @@ def _check_boxes(s, monkeypatch) -> int:
         return 0
     checked = [0]
     fold = _Folder.fold
+    probe = SpatialWalk(s, False, None)  # a second walk: the regions it is fed depend on the steps only
 
     def probing_fold(self, a, i, k, n, f, parent, cur, body):
         size = self.vt.size[i][k][f:f + n]
@@ -45,7 +46,6 @@ def _check_boxes(s, monkeypatch) -> int:
                 seen.setdefault((tr.tensor, tr.level), []).append((active.copy(), region[0::2].copy()))
                 return feed(tr, base, active, region, keeper_change)
 
-            probe = SpatialWalk(s, False, None)
             monkeypatch.setattr(Tracker, "feed", record)
             try:
                 probe.feed(self.steps(a, parent, cur, z, z + 1))
@@ -61,9 +61,7 @@ def _check_boxes(s, monkeypatch) -> int:
         return fold(self, a, i, k, n, f, parent, cur, body)
 
     monkeypatch.setattr(_Folder, "fold", probing_fold)
-    folder = _Folder(walk)
-    if folder.loops:
-        folder.node(0, np.zeros(walk.nd, np.int64), np.zeros(walk.nd, np.int64))
+    spatial_fold.walk_folded(walk)
     return checked[0]
 
 

@@ -62,7 +62,7 @@ def test_a_box_query_reads_the_occupied_cells_only(monkeypatch) -> None:
     seen = Seen(radix, indexed_keys=0)
     corner = np.array(list(itertools.product([0], range(2), range(3), range(4)))).T
     seen.add(np.ravel_multi_index(tuple(corner), radix))
-    assert int(seen.occupied.sum()) == 1 and int(seen.side.prod()) >= key_set.CELL_KEYS
+    assert seen.npages == 1 and int(seen.side.prod()) >= key_set.CELL_KEYS  # one corner, one page
     read = []
     cell_keys = Seen._cell_keys
     monkeypatch.setattr(Seen, "_cell_keys", lambda self, cells, lo, hi: read.append(cells.shape[1]) or
@@ -86,20 +86,27 @@ def _moved(model_keys, radix, g, ms) -> list[int]:
     return out
 
 
+@pytest.mark.parametrize("eager", [False, True])
 @pytest.mark.parametrize("form", ["bitmap", "cells", "sorted"])
 @pytest.mark.parametrize("seed", range(12))
-def test_translates_answer_as_a_python_set(form, seed, monkeypatch) -> None:
-    """Keys added as translates (the fold's runs; pending until read, sometimes overlapping the set or each
-    other, sometimes not) leave the set, the keys reported new, and every query as a plain set says."""
+def test_translates_answer_as_a_python_set(form, seed, eager, monkeypatch) -> None:
+    """Keys added as translates (the fold's runs; sometimes overlapping the set or each other, sometimes not)
+    leave the set, the keys reported new, and every query as a plain set says. The set is read on some steps
+    only, so several translates and plain adds wait together (pending, as the fold leaves them); ``eager``
+    puts every translate in at once, as if nothing were pending: both read the same."""
     rng = np.random.default_rng(100 + seed)
     radix = (int(rng.integers(1, 3)),) + tuple(int(x) for x in rng.integers(2, 10, size=int(rng.integers(1, 4))))
     if form == "sorted":
         monkeypatch.setattr(key_set, "DENSE_KEYS", 0)
+    if eager:
+        add_translates = Seen.add_translates
+        monkeypatch.setattr(Seen, "add_translates", lambda self, *a: (add_translates(self, *a), self._flush()))
     seen = Seen(radix, indexed_keys=0 if form == "cells" else 1 << 40, cell_keys=4)
     size = int(np.prod(radix))
     model: set[int] = set()
     reported: list[int] = []
-    for _ in range(10):
+    unread: list[int] = []  # the keys new since the set was last read
+    for step in range(12):
         if rng.random() < 0.4:
             keys = rng.integers(0, size, size=int(rng.integers(0, 6)))
             seen.add(keys)
@@ -122,10 +129,14 @@ def test_translates_answer_as_a_python_set(form, seed, monkeypatch) -> None:
             seen.add_translates(keys, g, ms)
             moved = _moved(keys.tolist(), radix, g, ms)
             new = list(dict.fromkeys(k for k in moved if k not in model))
-        got = [int(k) for a in seen.added for k in a][len(reported):]
-        assert sorted(got) == sorted(new) and len(got) == len(set(got))
-        reported += got
         model |= set(new)
+        unread += new
+        if step < 11 and rng.random() < 0.6:
+            continue  # not read: what was added stays pending
+        got = [int(k) for a in seen.added for k in a][len(reported):]
+        assert sorted(got) == sorted(unread) and len(got) == len(set(got))
+        reported += got
+        unread = []
         probe = rng.integers(0, size, size=8)
         assert list(seen.contains(probe)) == [int(k) in model for k in probe]
         lo = np.zeros(len(radix) - 1, np.int64)
@@ -160,13 +171,11 @@ def test_a_translate_out_of_the_key_space_is_refused() -> None:
     seen = Seen((1, 4, 4))
     with pytest.raises(ValueError):
         seen.add_translates(np.array([0, 1], np.int64), np.array([0, 2]), np.arange(1, 3))
+    # Backwards: keys 3 and 7 of (2, 8) moved by -2, -4, -6 leave the space below 0 (-3, -1 were accepted).
+    seen = Seen((2, 8))
+    with pytest.raises(ValueError):
+        seen.add_translates(np.array([3, 7], np.int64), np.array([-2]), np.arange(1, 4))
+    seen.add_translates(np.array([6, 7], np.int64), np.array([-2]), np.arange(1, 4))  # down to 0 and 1: inside
+    assert sorted(int(k) for a in seen.added for k in a) == [0, 1, 2, 3, 4, 5]
 
 
-def test_pages_are_given_to_occupied_cells_only() -> None:
-    """A set of 2^21 possible keys holding one corner has one page: the memory it touches is that cell's."""
-    radix = (1, 128, 128, 128)
-    seen = Seen(radix)
-    assert seen.form == "cells"
-    corner = np.array(list(itertools.product([0], range(2), range(2), range(2)))).T
-    seen.add(np.ravel_multi_index(tuple(corner), radix))
-    assert seen.npages == 1 and int(seen.occupied.sum()) == 1

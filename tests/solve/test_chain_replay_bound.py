@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import mapsearch.sim.buffers as buffers
-import mapsearch.sim.fused_count as fused_count
 from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch import cli
 from mapsearch.model.options import SolveOptions
@@ -43,7 +42,7 @@ def test_the_fused_walks_size_is_the_tiles_it_walks(monkeypatch, level: int) -> 
     fs = solve_fused(tiny(), load_architecture(ARCH), {}, level, OPTIONS).schedule
     walked: dict[int, object] = {}  # the chunks of tiles the walk counts at, each fed to every counter of its level
 
-    def fed(counter, pid, start):
+    def fed(counter, pid, start=None):
         walked[id(pid)] = pid
         return feed(counter, pid, start)
 
@@ -51,8 +50,8 @@ def test_the_fused_walks_size_is_the_tiles_it_walks(monkeypatch, level: int) -> 
         walked[id(pid)] = pid
         return chunk_calls(pid, per_piece)
 
-    feed, chunk_calls = fused_count._feed, buffers.chunk_calls
-    monkeypatch.setattr(fused_count, "_feed", fed)
+    feed, chunk_calls = buffers.BufferCounter.feed, buffers.chunk_calls
+    monkeypatch.setattr(buffers.BufferCounter, "feed", fed)
     monkeypatch.setattr(buffers, "chunk_calls", calls)  # sim/fused_count.py reads it from its module at each walk
     replay(fs, mode="count")
     assert fused_count_tiles(fs) == sum(pid.shape[1] for pid in walked.values()) > 0

@@ -252,3 +252,14 @@ def test_real_replay_check_catches_a_wrong_prediction(tmp_path):
     assert proc.returncode == 1
     assert "mapsearch: replay mismatch in links[L1->L0].words_down: predicted 63, replayed 64" in proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr
+
+
+def test_the_error_line_cuts_a_huge_word_the_layers_below_left_whole():
+    """The CLI's last guard on width (cli/main._one_line): a word of more than 300 characters (a name copied
+    from a hostile file that a message did not cut at its source) is cut; whitespace folds to single spaces."""
+    from mapsearch.cli.main import _one_line
+    from mapsearch.errors import MapsearchError
+
+    line = _one_line(MapsearchError("f.yaml:\n  name: " + "x" * 100_000 + " unknown"))
+    assert line == "mapsearch: f.yaml: name: " + "x" * 60 + "...(100,000 characters) unknown"
+    assert _one_line(MapsearchError("a " + "y" * 300)) == "mapsearch: a " + "y" * 300

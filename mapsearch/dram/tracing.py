@@ -43,8 +43,9 @@ class TraceResult:
     output: str | None = None  # the trace file written, if any
 
 
-MAX_REQUEST_BYTES = 2**30  # a request wider than any DRAM row; beyond it the 64-bit addresses overflow
-MAX_CYCLES_PER_REQUEST = 2**20  # issue clocks beyond it overflow DRAMsim3's 64-bit clock on a long trace
+# Sanity caps on trace options, not overflow limits (addresses past 2^62 are refused by dram/layout.py):
+MAX_REQUEST_BYTES = 2**30  # a request wider than any DRAM row is a typo
+MAX_CYCLES_PER_REQUEST = 2**20  # about a million clocks between requests is a typo
 
 
 def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, format: str = "ramulator2",

@@ -147,6 +147,8 @@ def test_huge_level_name_is_cut(tmp_path: Path) -> None:
     ("tiles: {innermost: {m: {}}}\n", "tiles.innermost.m: expected keys min and/or max, got {}"),
     ("orders: {outermost: [m, n, k]}\n", "orders.outermost: L2 is the top level, which has no loops (its tile is the "
      "whole workload); give the order of a level below it"),
+    ("stationary: [{tensor: output, level: outermost}]\n", "stationary[0].level: L2 is the top level, which has no "
+     "loops (its tile is the whole workload); give a level below it"),
 ])
 def test_constraints(tmp_path: Path, text: str, message: str) -> None:
     c = tmp_path / "c.yaml"

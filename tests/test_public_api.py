@@ -75,6 +75,11 @@ def test_bad_input_is_one_line_naming_the_source_and_field():
         api.solve(MATMUL, WORKED, time_limit=-1)
     with pytest.raises(api.SpecError, match="no such file or preset"):
         api.load_architecture("no-such-architecture")
+    # An empty path is refused by name (it used to read the working directory: "is a directory").
+    with pytest.raises(api.UsageError, match="^start: expected a Schedule or a schedule file"):
+        api.solve(MATMUL, WORKED, start="")
+    with pytest.raises(api.UsageError, match="^dram_layouts: expected a trace options file"):
+        api.solve(MATMUL, WORKED, dram_layouts=" ")
 
 
 def test_an_infeasible_problem_names_the_requirements_that_conflict():

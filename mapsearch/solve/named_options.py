@@ -174,7 +174,7 @@ def _start_schedule(start: Schedule | str | Path, option: str) -> Schedule:
     """A warm start's schedule: as it is, or read from a one-einsum schedule file (a bad file is one SpecError line)."""
     if isinstance(start, Schedule):
         return start
-    if not isinstance(start, (str, Path)):
+    if not isinstance(start, (str, Path)) or not str(start).strip():
         raise UsageError(option, "a Schedule or a schedule file (written by mapsearch solve -o)", start)
     loaded = load_any_schedule(start)
     if not isinstance(loaded, Schedule):
@@ -189,6 +189,8 @@ def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str |
     source = "dram_layouts"
     raw: Any = layouts
     if isinstance(layouts, (str, Path)):
+        if not str(layouts).strip():  # '' would read the working directory ("is a directory")
+            raise UsageError(option, "a trace options file or a {tensor: layout} mapping", layouts)
         source = str(layouts)
         data = read_yaml(layouts)
         raw = data.get("layouts") if isinstance(data, dict) else data

@@ -247,7 +247,9 @@ def check_constraints(c: Constraints, w: Workload, arch: Architecture, source: s
         resolve_tensor(tensor, w, source, f"keep.{level}.{tensor}")
     check_keep(c, w, arch, source, homes)
     for n, (tensor, level) in enumerate(c.stationary):
-        resolve_level(level, arch, source, f"stationary[{n}].level")
+        if resolve_level(level, arch, source, f"stationary[{n}].level") == 0:  # it would be dropped silently
+            raise SpecError(source, f"stationary[{n}].level", "", detail=f"{arch.levels[0].name} is the top level, "
+                            "which has no loops (its tile is the whole workload); give a level below it")
         resolve_tensor(tensor, w, source, f"stationary[{n}].tensor")
     with_spatial_limits(arch, c, w, source)
 

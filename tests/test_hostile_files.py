@@ -149,6 +149,8 @@ def test_huge_level_name_is_cut(tmp_path: Path) -> None:
      "whole workload); give the order of a level below it"),
     ("stationary: [{tensor: output, level: outermost}]\n", "stationary[0].level: L2 is the top level, which has no "
      "loops (its tile is the whole workload); give a level below it"),
+    # The schema runs after the field checks: a name that is no text is refused as the schema says.
+    ("stationary: [{tensor: 1, level: innermost}]\n", "stationary[0].tensor: expected string, got 1"),
 ])
 def test_constraints(tmp_path: Path, text: str, message: str) -> None:
     c = tmp_path / "c.yaml"

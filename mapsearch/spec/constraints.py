@@ -150,8 +150,13 @@ def constraints_from_dict(data: dict, source: str) -> Constraints:
         if set(item) != {"tensor", "level"}:
             raise SpecError(source, f"stationary[{n}]", "keys tensor and level", sorted(item))
         stationary.append((str(item["tensor"]), str(item["level"])))
-    return Constraints(str(data.get("name", "")), tuple(tiles), tuple(orders), tuple(keep), tuple(stationary),
-                       _spatial_limits(data.get("spatial", {}), source))
+    spatial = _spatial_limits(data.get("spatial", {}), source)
+    # The checks above name each field as users write it; the schema (which docs and editors read) must agree
+    # with them, and anything it refuses that they let through is refused here, in one line.
+    from mapsearch.spec.schema import validate_against
+
+    validate_against(data, "constraints", source)
+    return Constraints(str(data.get("name", "")), tuple(tiles), tuple(orders), tuple(keep), tuple(stationary), spatial)
 
 
 def _spatial_limits(data: object, source: str) -> tuple[SpatialLimit, ...]:

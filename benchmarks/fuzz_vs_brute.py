@@ -270,7 +270,6 @@ def _split_bounds(rng: random.Random, meshes: dict, dims) -> dict:
 def mesh_case(seed: int) -> Case:
     rng = random.Random(seed * 104729 + 5)
     depth = rng.choice([2, 2, 3, 3, 3, 4])
-    J = depth - 1
     two = depth >= 3 and rng.random() < 0.3
     if two:
         meshed = sorted(rng.sample(range(1, depth), 2))

@@ -1,7 +1,7 @@
 """The coarse search that starts each phase, and the probe that may follow it.
 
 Each phase of a solve first searches the same model restricted to coarse
-tile chains (:func:`coarse_chains`): a good schedule in a fraction of the
+tile chains (model/coarse_chains.py): a good schedule in a fraction of the
 time, which hints the full search (solve/phases.py). Nothing here bounds
 anything: every schedule found is a schedule of the full model (the coarse
 model only adds restrictions), and a coarse search that ends INFEASIBLE or
@@ -15,7 +15,7 @@ import logging
 from ortools.sat.python import cp_model
 
 import mapsearch.budget as budget
-from mapsearch.model.coarse_chains import coarse_chains, coarse_rows  # noqa: F401 (coarse_chains: tests)
+from mapsearch.model.coarse_chains import coarse_rows
 from mapsearch.model.encoding import Encoding
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve import spatial_seed

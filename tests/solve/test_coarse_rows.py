@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from mapsearch.solve.coarse import coarse_chains, coarse_rows
+from mapsearch.model.coarse_chains import coarse_chains, coarse_rows
 
 
 def _chains(extent: int, rows: list[tuple[int, ...]]):

@@ -6,7 +6,10 @@
 - *Fallback* (:func:`greedy_fallback`): where the search still finds no
   schedule in time, or ends FEASIBLE at a worse one, the greedy schedule
   solved on its own, its decisions fixed as user constraints, is the
-  result, FEASIBLE, with the search's bounds or the contract's floors.
+  result, FEASIBLE, with the search's bounds or the contract's floors. A
+  warm start takes the greedy schedule's place: a search that ends worse
+  than the schedule it was given returns that schedule, even where the
+  model's family does not hold it (a reduced tile family at depth).
 """
 
 from __future__ import annotations
@@ -95,20 +98,28 @@ def fixing_constraints(problem: Problem, schedule: Schedule, constraints: Constr
 
 
 def greedy_fallback(problem: Problem, constraints: Constraints, options: SolveOptions,
-                    search: Callable[[Constraints, SolveOptions], "SolveResult"]) -> "SolveResult | None":
+                    search: Callable[[Constraints, SolveOptions], "SolveResult"],
+                    schedule: Schedule | None = None) -> "SolveResult | None":
     """The greedy schedule solved on its own (``search(constraints, options)``, its decisions fixed by
     :func:`fixing_constraints`, default positions), so that a solve whose search finds nothing, or runs out
     of time before its model exists (the chains of a 7x7 filter window on five levels), still returns a
     schedule with the model's own prediction. Run after the search, past its time limit by at most
     FALLBACK_MAX seconds (its model has one chain per dimension: 0.1 s on ResNet-50's 3x3 layer on five
     levels). None where there is no greedy schedule, the user's constraints exclude it, or its solve
-    fails."""
-    schedule = greedy_schedule(problem)
+    fails.
+
+    ``schedule``: another schedule to solve so (a warm start); where it places a buffer away from its
+    default position, the positions are searched too (its tiles, orders and keeps fixed), so its own
+    placement is among them.
+    """
+    if schedule is None:
+        schedule = greedy_schedule(problem)
     if schedule is None:
         return None
     limit = FALLBACK_MAX if options.time_limit is None else \
         min(FALLBACK_MAX, max(FALLBACK_MIN, FALLBACK_SHARE * options.time_limit))
-    fixed = dataclasses.replace(options, placement=False, time_limit=limit,
+    placed = options.placement and any(lm.positions for lm in schedule.levels)
+    fixed = dataclasses.replace(options, placement=placed, time_limit=limit,
                                 work_limit=None if options.work_limit is None else min(options.work_limit, 1.0))
     try:
         # Its own deadline: the search's has usually passed (a Ctrl-C still stops it).
@@ -119,13 +130,14 @@ def greedy_fallback(problem: Problem, constraints: Constraints, options: SolveOp
         return None
 
 
-def as_unproven(fallback: "SolveResult", floors: dict[str, Fraction], seconds: float, why: str) -> "SolveResult":
+def as_unproven(fallback: "SolveResult", floors: dict[str, Fraction], seconds: float, why: str,
+                what: str = "the greedy schedule") -> "SolveResult":
     """The greedy schedule's result as the solve's: FEASIBLE, each phase's bound the contract's floor
     (``floors``, per phase name; 0 where none is known), nothing claimed about any family."""
     phases = tuple(dataclasses.replace(p, status="FEASIBLE", bound=min(p.value, floors.get(p.name, Fraction(0))),
                                        start_value=None, start_bound=floors.get(p.name, Fraction(0)))
                    for p in fallback.phases)
-    log.info("the search found no schedule (%s): the greedy schedule is returned, unproven", why)
+    log.info("the search found no schedule (%s): %s is returned, unproven", why, what)
     # No search space to report: the search's model found nothing (or was never built); the fixed family's
     # one schedule is not what was searched.
     return dataclasses.replace(fallback, status="FEASIBLE", phases=phases, solve_seconds=seconds,
@@ -140,10 +152,11 @@ def fallback_applies(problem: Problem, options: SolveOptions) -> bool:
             and options.objective in ("time", "words") and not options.models_dram_rows)
 
 
-def better_than_search(result: "SolveResult", fallback: "SolveResult") -> "SolveResult":
-    """``result``, or the greedy schedule where the search was cut short at a worse one (lexicographically over
-    the phases), then with the search's bounds (they hold for every schedule of its family) and floors at the
-    start of each phase; a leading phase the search proved and the greedy schedule ties stays OPTIMAL."""
+def better_than_search(result: "SolveResult", fallback: "SolveResult", what: str = "the greedy schedule") -> "SolveResult":
+    """``result``, or the greedy schedule (``what``: the fallback's name in the log) where the search was cut
+    short at a worse one (lexicographically over the phases), then with bounds no higher than its values (the
+    search's bounds hold for every schedule of its family) and floors at the start of each phase; a leading
+    phase the search proved and the greedy schedule ties stays OPTIMAL."""
     if result.status != "FEASIBLE" or [p.name for p in result.phases] != [p.name for p in fallback.phases]:
         return result
     if tuple(p.value for p in fallback.phases) >= tuple(p.value for p in result.phases):
@@ -155,7 +168,7 @@ def better_than_search(result: "SolveResult", fallback: "SolveResult") -> "Solve
         status = "OPTIMAL" if tied and p.status == "OPTIMAL" else "FEASIBLE"
         phases.append(dataclasses.replace(p, status=status, value=g.value, bound=min(g.value, p.bound),
                                           seconds=p.seconds))
-    log.info("the search was cut short at %s: the greedy schedule (%s) is returned",
-             [str(p.value) for p in result.phases], [str(p.value) for p in fallback.phases])
+    log.info("the search was cut short at %s: %s (%s) is returned",
+             [str(p.value) for p in result.phases], what, [str(p.value) for p in fallback.phases])
     return dataclasses.replace(fallback, status="FEASIBLE", phases=tuple(phases), solve_seconds=result.solve_seconds,
                                family_restrictions=result.family_restrictions, space=result.space)

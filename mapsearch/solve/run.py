@@ -258,15 +258,18 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
     "narrow" (window dimensions unsplit over mesh axes; coarse searches only) or "coarse" (the model of the
     coarse chains alone, searched in full), or "fixed" (the greedy schedule's own family, solve/greedy.py).
 
-    The full family off a mesh, without a warm start: where the search finds no schedule in time, or ends
-    FEASIBLE, the greedy schedule is solved on its own (``greedy_fallback``, a short step past the limit),
-    and where it is the better one it is the result, FEASIBLE, with the search's bounds or the contract's
-    floors."""
-    applies = family == "full" and options.start is None and fallback_applies(problem, options)
+    The full family off a mesh: where the search finds no schedule in time, or ends FEASIBLE, the greedy
+    schedule (or the warm start, where one was given) is solved on its own (``greedy_fallback``, a short
+    step past the limit), and where it is the better one it is the result, FEASIBLE, with the search's
+    bounds or the contract's floors."""
+    applies = family == "full" and fallback_applies(problem, options)
+    # A warm start is the fallback in the greedy schedule's place: a schedule the search was given is never
+    # lost to a worse one it ends at (the search may not hold it: a reduced tile family at depth).
+    what = "the greedy schedule" if options.start is None else "the warm start"
 
     def fallback():
         return greedy_fallback(problem, constraints, options,
-                               lambda c, o: _search(problem, c, o, time.perf_counter(), "fixed"))
+                               lambda c, o: _search(problem, c, o, time.perf_counter(), "fixed"), options.start)
     try:
         result = _search_family(problem, constraints, options, start, family)
     except SolverTimeout as error:
@@ -274,11 +277,11 @@ def _search(problem: Problem, constraints: Constraints, options: SolveOptions, s
         if found is None:
             raise
         floors = phase_floors(problem, clock_scale(problem.architecture))
-        return as_unproven(found, floors, time.perf_counter() - start, " ".join(str(error).split()))
+        return as_unproven(found, floors, time.perf_counter() - start, " ".join(str(error).split()), what)
     if not applies or result.status != "FEASIBLE" or budget.stopped():
         return result
     found = fallback()
-    return result if found is None else better_than_search(result, found)
+    return result if found is None else better_than_search(result, found, what)
 
 
 def _search_family(problem: Problem, constraints: Constraints, options: SolveOptions, start: float,

@@ -277,3 +277,43 @@ def test_cli_start_is_refused_by_the_sparse_solve(capsys) -> None:
     schedule = str(ROOT / "examples" / "matmul-97x193x61.schedule.json")
     assert cli.main(["solve", *WORKED, "-q", "--density", "A=uniform:0.5,0.5", "--start", schedule]) == 2
     assert "--start: a dense-model option" in capsys.readouterr().err
+
+
+def test_a_start_the_reduced_family_lacks_is_returned_when_the_search_ends_worse(monkeypatch) -> None:
+    """A start is never lost: where the tile enumeration is reduced (model/chains.py, limits lowered here for
+    a small case) and the start's chains are not among the model's, the search cannot take it as a hint, so
+    a search cut short may end worse than it; the start, solved on its own (solve/greedy_start.py), is then
+    the result, FEASIBLE, predicted as the replay counts it."""
+    import mapsearch.model.build as model_build
+    import mapsearch.model.chains as model_chains
+
+    w = matmul(30, 30, 30)
+    a = Architecture("4L", (Level("DRAM", None), Level("L2", 512, Link(Fraction(4), Fraction(4))),
+                            Level("L1", 64, Link(Fraction(2), Fraction(2))), Level("L0", 12, Link())), Compute())
+    # A legal schedule with an L1 tile of m that no reduced family lists (7: no power of two, no ceil(30/2^j),
+    # no divisor of 30).
+    levels = (LevelMapping("DRAM", (("m", 30), ("n", 30), ("k", 30)), ()),
+              LevelMapping("L2", (("m", 30), ("n", 3), ("k", 15)), ("m", "k", "n"), frozenset({"A"})),
+              LevelMapping("L1", (("m", 7), ("n", 3), ("k", 15)), ("n", "k", "m"), frozenset({"B"})),
+              LevelMapping("L0", (("m", 2), ("n", 3), ("k", 1)), ("n", "m", "k"), frozenset({"A", "B", "Z"})))
+    start = Schedule(w, a, levels, ())
+    truth = replay(start, mode="count").figures
+    monkeypatch.setattr(model_chains, "DEEP_ENUMERATION_LIMIT", 50)
+    model_build._chains_cached.cache_clear()
+    try:
+        options = SolveOptions(work_limit=0.05, workers=1, seed=0)
+        alone = solve(Problem(w, a), options=options)
+        assert any(r.startswith("reduced tile candidates") for r in alone.family_restrictions)
+        enc = build(Problem(w, a), Constraints(), options)
+        assert start_of(enc, start) is None  # m's chain [30, 7, 2] is not in the reduced family
+        assert (truth.time, truth.words_total) < (alone.schedule.predicted.time, alone.schedule.predicted.words_total)
+        result = solve(Problem(w, a), options=replace(options, start=start))
+    finally:
+        model_build._chains_cached.cache_clear()  # the reduced chains must not serve later tests
+    f = result.schedule.predicted
+    assert result.status == "FEASIBLE"
+    assert (f.time, f.words_total) == (truth.time, truth.words_total)
+    assert [lm.tile for lm in result.schedule.levels] == [lm.tile for lm in levels]
+    assert differences(f, replay(result.schedule, mode="count").figures) == []
+    assert [p.value for p in result.phases] == [f.time, f.words_total]
+    assert all(p.bound <= p.value for p in result.phases)

@@ -303,6 +303,7 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
         for loop in loops:
             d, k = _loop(loop, outputs[o].dims, partition_ops.get(o, {}), source, fld)
             parsed.append((d, k))
+        _check_every_loop_once(parsed, outputs[o].dims, partition_ops.get(o, {}), loops, source, fld)
         levels = [_loop_level(d, k, partition_ops.get(o, {})) for d, k in parsed]
         if any(a > b for a, b in zip(levels, levels[1:])):
             notes.append(f"{fld}: the order interleaves levels; projected per level")
@@ -314,12 +315,39 @@ def teaal_from_dict(data: object, source: str = "<teaal>", extents: Mapping[str,
             raise _note(source, fld, f"unknown einsum; expected an output of {', '.join(outputs)}")
         if not isinstance(st, Mapping):
             raise _error(source, fld, "a mapping with space and time", st)
+        both, named = [], []
         for key, target in (("space", space), ("time", time)):
             loops = _upper_list(st.get(key, []) or [], source, f"{fld}.{key}") if st.get(key) else ()
             for loop in loops:
-                _loop(loop, outputs[o].dims, partition_ops.get(o, {}), source, f"{fld}.{key}")
+                both.append(_loop(loop, outputs[o].dims, partition_ops.get(o, {}), source, f"{fld}.{key}"))
+                named.append(loop)
             target[o] = tuple(loops)
+        # Space alone (the time loops left to the solver) may name fewer; both together name every loop once.
+        _check_every_loop_once(both, outputs[o].dims, partition_ops.get(o, {}), named, source, f"{fld} (space and time)",
+                               complete=bool(st.get("space")) and bool(st.get("time")))
     return TeaalSpec(graph, rank_order, partitions, loop_order, space, time, tuple(notes), partition_ops)
+
+
+def _check_every_loop_once(parsed: list[tuple[str, int | None]], dims, parts: Mapping, written: list[str], source: str,
+                           fld: str, complete: bool = True) -> None:
+    """A loop order (or space and time together) names every loop of the einsum once: each rank's ``R_n .. R_0``
+    where it is partitioned ``n`` times, else ``R`` (``R0`` is the same loop). A repeated or missing loop
+    would silently drop a dimension from a level's order. ``complete=False``: only repeats are refused."""
+    def key(d: str, k: int | None) -> tuple[str, int]:
+        return d, 0 if k is None else k
+
+    expected = [(d, k) for d in dims for k in range(len(parts.get(d, ())), -1, -1)]
+    seen = [key(d, k) for d, k in parsed]
+
+    def name(d: str, k: int) -> str:
+        return d.upper() if not parts.get(d) else f"{d.upper()}{k}"
+    repeated = [name(*x) for n, x in enumerate(seen) if x in seen[:n]]
+    missing = [name(*x) for x in expected if x not in seen] if complete else []
+    if repeated or missing:
+        what = "; ".join(part for part in (f"{', '.join(repeated)} repeated" if repeated else "",
+                                           f"{', '.join(missing)} missing" if missing else "") if part)
+        raise _note(source, fld, f"expected every loop of the einsum once ({', '.join(name(*x) for x in expected)}), "
+                    f"got {list(written)}: {what}")
 
 
 def _check_every_rank_has_an_extent(decl: Mapping[str, list[str]], einsums: list[Einsum], ext: Mapping[str, object],

@@ -100,6 +100,19 @@ def base(**mapping):
         (base(partitioning={"Z": {"M": ["uniform_shape(2)", "uniform_shape(4)"]}}), None, r"uniform_shape\(4\) must not exceed"),
         (base(partitioning={"Q": {"M": ["uniform_shape(2)"]}}), None, r"mapping\.partitioning\.Q: unknown einsum"),
         (base(**{"loop-order": {"Z": ["M1", "K", "N"]}}), None, r"rank M is partitioned 0 times"),
+        # Every loop once: a repeated or missing loop silently dropped its dimension from the level's order.
+        (base(**{"loop-order": {"Z": ["K", "M", "N"]}}), None, None),
+        (base(**{"loop-order": {"Z": ["M", "M", "N"]}}), None,
+         r"^t\.yaml: mapping\.loop-order\.Z: expected every loop of the einsum once \(M, N, K\), got \['M', 'M', 'N'\]: "
+         r"M repeated; K missing$"),
+        (base(**{"loop-order": {"Z": ["M", "N"]}}), None, r"mapping\.loop-order\.Z: .*got \['M', 'N'\]: K missing$"),
+        (base(partitioning={"Z": {"M": ["uniform_shape(2)"]}}, **{"loop-order": {"Z": ["M1", "K", "N", "M1"]}}), None,
+         r"loop-order\.Z: expected every loop of the einsum once \(M1, M0, N, K\), .*: M1 repeated; M0 missing$"),
+        (base(spacetime={"Z": {"space": ["M"], "time": ["M", "N", "K"]}}), None,
+         r"mapping\.spacetime\.Z \(space and time\): .*: M repeated$"),
+        (base(spacetime={"Z": {"space": ["M"], "time": ["N", "K"]}}), None, None),
+        (base(spacetime={"Z": {"space": ["M"], "time": ["N"]}}), None, r"spacetime\.Z \(space and time\): .*: K missing$"),
+        (base(spacetime={"Z": {"space": ["M"]}}), None, None),  # space alone: the time loops are the solver's
         (base(**{"rank-order": {"A": ["M", "N"]}}), None, r"mapping\.rank-order\.A: expected a permutation"),
         (base(other=1), None, r"mapping\.other: unknown field"),
     ],

@@ -56,7 +56,7 @@ from mapsearch.solve.chain_files import save_best
 from mapsearch.solve.chain_replay import ChainReplay, replay_checks
 from mapsearch.solve.entry import Number, solve as solve_checked, solve_chain as solve_chain_checked, solve_options
 from mapsearch.solve.run import SolveResult
-from mapsearch.sparse.density_text import parse_densities, parse_formats
+from mapsearch.sparse.density_text import check_output_density, parse_densities, parse_formats
 from mapsearch.sparse.entry import solve_sparse as solve_sparse_checked
 from mapsearch.sparse.solve import SparseSolveResult
 from mapsearch.spec.architecture import Architecture
@@ -86,7 +86,7 @@ from mapsearch.sweep.session import SweepResult, SweepStart, run_sweep_file as s
 __all__ = [
     # loading
     "load_workload", "load_architecture", "load_constraints", "load_schedule", "preset_names", "is_chain_file",
-    "parse_densities", "parse_formats", "load_model", "load_profile", "model_names", "profile_names",
+    "parse_densities", "parse_formats", "check_output_density", "load_model", "load_profile", "model_names", "profile_names",
     # the peers' files (AccelForge, Timeloop v0.4, ZigZag; docs/peer-formats.md)
     "PEER_FORMATS", "peer_format_of", "load_problem", "parse_var", "LoadedProblem",
     # solving and replaying

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace, mode: str, flags: list[str]) -> bool:
     workload = api.load_workload(args.workload)
     densities = api.parse_densities(getattr(args, "density", None), workload)
     formats = api.parse_formats(getattr(args, "sparse_format", None), workload)
+    api.check_output_density(workload, densities, formats, cli=True)
     if not densities and not any(f.compressed for f in formats.values()):
         warn_sparse_only(args)
         return False  # only uncompressed formats: the dense solve is the same search

@@ -205,6 +205,19 @@ def parse_format(text: str, access: TensorAccess, option: str = "--format") -> F
                          text) from None
 
 
+def check_output_density(workload: Workload, densities: Mapping[str, object], formats: Mapping[str, Format],
+                         cli: bool = False) -> None:
+    """Refuse a density of the output that would change nothing: it only prices a compressed output format (a
+    dense output's words do not depend on its pattern), yet it would turn the density model on. ``cli``: name
+    the options as flags."""
+    out = workload.einsum.output.name
+    if out not in densities or (out in formats and formats[out].compressed):
+        return
+    option, fmt = (f"--density {out}", f"--format {out}=CSR") if cli else (f"densities[{out!r}]", f"formats[{out!r}]")
+    raise UsageError(option, f"densities of the inputs; the output's prices a compressed output format only ({fmt}), "
+                     f"and {out} is stored dense", density_text(densities[out]))
+
+
 def is_sparse(densities: Mapping[str, object], formats: Mapping[str, Format]) -> bool:
     """Whether the solve searches with the density model: any density given, or any compressed format."""
     return bool(densities) or any(f.compressed for f in formats.values())

@@ -22,7 +22,7 @@ from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import differences
 from mapsearch.sim.replay import replay
 from mapsearch.solve.entry import predicted_figures, solve_inputs
-from mapsearch.sparse.density_text import Density, all_exact, parse_density, parse_format
+from mapsearch.sparse.density_text import Density, all_exact, check_output_density, parse_density, parse_format
 from mapsearch.sparse.density import sample_inputs
 from mapsearch.sparse.format import Format
 from mapsearch.sparse.replay import replay_sparse
@@ -74,6 +74,7 @@ def solve_sparse(workload: WorkloadSource, architecture: ArchitectureSource,
     dens = densities_of(densities, w)
     fmts = formats_of(formats, w)
     out = w.einsum.output.name
+    check_output_density(w, dens, fmts)
     result = solve_sparse_problem(Problem(w, arch, tuple(all_homes.items())), {t: d for t, d in dens.items() if t != out},
                                   fmts, c, options or SolveOptions(), output_density=dens.get(out))
     dense = replay(result.schedule, mode=replay_mode)

@@ -222,6 +222,8 @@ def test_failed_data_check_exits_1(capsys, matmul, tmp_path, monkeypatch):
     (["--format", "A=UCC"], ["--format A", "2 letter(s) U/C", "UCC"]),
     (["--format", "W=CSR"], ["--format W", "a tensor of"]),
     (["--format", "Z=CSR"], ["output Z", "compressed", "output_density"]),  # the solver's UnsupportedProblem
+    # The output's density with a dense output would change nothing but turn the density model on (it was dropped).
+    (["--density", "Z=uniform:0.5,0.5"], ["--density Z", "densities of the inputs", "--format Z=CSR", "Z is stored dense"]),
     (["--density", "A=banded:1,1"], ["Banded", "hold m or k whole"]),  # UnsupportedProblem: nothing held whole
     (["--density", "A=dense", "--objective", "energy"], ["--objective", "time or words"]),
     (["--density", "A=dense", "--min-utilization", "0.5"], ["--min-utilization", "dense-model option"]),

@@ -8,7 +8,7 @@
   :mod:`~mapsearch.cli.sweep`, :mod:`~mapsearch.cli.characterize`: each
   command's ``add_parser(sub, common)`` and ``run(args)``.
 
-``mapsearch.cli:main`` is the console script's entry point.
+``mapsearch.__main__:run`` is the console script's entry point; it loads :func:`main`.
 """
 
 from mapsearch.cli.main import build_parser, main

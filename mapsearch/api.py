@@ -80,7 +80,7 @@ from mapsearch.solve.interrupt import Interruptible
 from mapsearch.solve.progress import FINISHED, SolveProgress, listening
 from mapsearch.sweep.lock import DirectoryBusy, check_out_directory
 from mapsearch.sweep.runner import Progress, check_scheduler
-from mapsearch.solve.named_options import check_seconds
+from mapsearch.solve.named_options import MAX_WORKERS, check_seconds
 from mapsearch.sweep.session import SweepResult, SweepStart, run_sweep_file as sweep
 
 __all__ = [
@@ -94,7 +94,7 @@ __all__ = [
     "dumps_schedule",
     "trace",
     # many at once
-    "sweep", "characterize", "check_out_directory", "check_scheduler", "check_seconds",
+    "sweep", "characterize", "check_out_directory", "check_scheduler", "check_seconds", "MAX_WORKERS",
     # limits, Ctrl-C and progress (mapsearch/budget.py, mapsearch/solve/interrupt.py, mapsearch/solve/progress.py)
     "Budget", "Interruptible", "stopped", "listening", "SolveProgress", "FINISHED", "REPLAY_MODES",
     # the objects

@@ -23,15 +23,23 @@ from typing import Any
 from mapsearch import api
 from mapsearch.characterize.report import chains_table, layers_table, roofline, totals_table
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
+from mapsearch.cli.paths import output_directory, refuse_inputs_in_directory
 from mapsearch.cli.progress import progress_printer
-from mapsearch.errors import MapsearchError
+from mapsearch.cli.sweep import WRITTEN as SWEEP_WRITTEN
+from mapsearch.errors import MapsearchError, UsageError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["WRITTEN", "add_parser", "run"]
+
+# What characterize writes in its --out DIR: the sweep's files and its own (a name ending in / is a folder).
+WRITTEN = SWEEP_WRITTEN + ("layers.csv", "layers.json", "totals.csv", "totals.json", "chains.csv", "chains.json",
+                           "chain_cache.json", "chains/", "roofline.png")
 
 
 def run(args: argparse.Namespace) -> None:
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
+    if args.workers is not None and args.workers > api.MAX_WORKERS:  # as solve's --workers
+        raise UsageError("--workers", f"an int between 1 and {api.MAX_WORKERS:,}", args.workers)
     api.check_seconds("--time-limit", args.time_limit)  # as solve's --time-limit
     if args.work_limit is not None:
         api.check_seconds("--work-limit", args.work_limit, "deterministic seconds > 0")
@@ -50,6 +58,8 @@ def run(args: argparse.Namespace) -> None:
     model = api.load_model(args.model, shapes)
     profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
+    inputs = [("MODEL", args.model)] + [("PROFILE", p) for p in args.profiles]
+    refuse_inputs_in_directory(out, WRITTEN, inputs)  # --out must replace no input
     api.check_out_directory(out, "--out")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
     plan: list[api.CharacterizeStart] = []
@@ -134,7 +144,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     p.add_argument("model", metavar="MODEL")
     p.add_argument("profiles", metavar="PROFILE", nargs="+")
-    p.add_argument("--out", metavar="DIR", help="results directory (default ./characterize-<model>)")
+    p.add_argument("--out", metavar="DIR", type=output_directory, help="results directory (default ./characterize-<model>)")
     p.add_argument("--workers", metavar="N", type=int, help="local worker processes (default: the usable cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--time-limit", metavar="S", type=float, default=60.0, help="solver time limit per distinct layer (default 60)")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapsearch.cli.paths import output_path
+from mapsearch.cli.paths import output_path, refuse_input_as_output
 from mapsearch import api
 from mapsearch.atomic import check_writable, write_text_atomic
 from mapsearch.errors import MapsearchError
@@ -51,17 +51,35 @@ def _peer_texts(fmt: str, schedule, output: str | None) -> dict[str, str]:
     return {str(Path(output) / name): text for name, text in files(schedule).items()}
 
 
+def _check_replays(source: str, schedule) -> None:
+    """Refuse, as ``mapsearch replay`` does, a schedule the simulator rejects (a level overflows, a tensor is
+    not resident): the count replay runs before anything is written. A schedule too long to walk is exported
+    unchecked, with a warning (replay refuses to judge it either way)."""
+    try:
+        api.replay(schedule, mode="count")
+    except api.WalkTooLong as e:
+        print(f"mapsearch: warning: {source}: not checked in the simulator ({' '.join(str(e).split())})",
+              file=sys.stderr)
+    except api.SimulatorError as e:
+        raise MapsearchError(f"{source}: {e}") from e
+
+
 def run(args: argparse.Namespace) -> None:
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
     writes_a_directory = args.format in _PEERS and args.output and not args.output.endswith((".yaml", ".yml"))
+    refuse_input_as_output(args.output, [("SCHEDULE.json", args.schedule)])
     if args.output and not writes_a_directory:
         check_writable(args.output)  # before the schedule is read, not after the export (a DIR is made below)
     schedule = api.load_schedule(args.schedule)
     if isinstance(schedule, api.FusedSchedule):
         raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
+    _check_replays(args.schedule, schedule)
     if args.format in _PEERS:
         texts = _peer_texts(args.format, schedule, args.output)  # every text first: nothing is written on an error
+        for path in texts:  # -o DIR: none of its three files may be the schedule
+            if path != "-":
+                refuse_input_as_output(path, [("SCHEDULE.json", args.schedule)])
         if "-" in texts:
             sys.stdout.write(texts["-"])
             return

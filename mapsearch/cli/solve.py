@@ -37,7 +37,7 @@ import logging
 import sys
 from typing import Any
 
-from mapsearch.cli.paths import output_path
+from mapsearch.cli.paths import output_path, refuse_input_as_output
 from mapsearch import api
 from mapsearch.cli import solve_chain, solve_sparse
 from mapsearch.atomic import check_writable
@@ -191,6 +191,7 @@ def run(args: argparse.Namespace) -> None:
     line shows unless ``--quiet``.
     """
     if getattr(args, "output", None):
+        refuse_input_as_output(args.output, _input_files(args))  # -o WORKLOAD would replace the workload
         check_writable(args.output)  # before the solve, not after it
 
     def stopping() -> None:
@@ -202,6 +203,13 @@ def run(args: argparse.Namespace) -> None:
         written = f"; written to {args.output}" if getattr(args, "output", None) else ""
         raise CommandFailed(EXIT_INTERRUPTED, [f"interrupted: the report is of the best schedule found before Ctrl-C"
                                                f"{written}"])
+
+
+def _input_files(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """Every file the solve reads, named as the command line names it: -o must replace none of them."""
+    return [("WORKLOAD", args.workload), ("ARCH", args.architecture),
+            ("--constraints", getattr(args, "constraints", None)), ("--start", getattr(args, "start", None)),
+            ("--dram-layouts", getattr(args, "dram_layouts", None))]
 
 
 def _peer_format(args: argparse.Namespace) -> str | None:

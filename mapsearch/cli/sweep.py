@@ -18,22 +18,30 @@ from typing import Any
 
 from mapsearch import api
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
+from mapsearch.cli.paths import output_directory, refuse_inputs_in_directory
 from mapsearch.cli.progress import progress_printer
-from mapsearch.errors import MapsearchError
+from mapsearch.errors import MapsearchError, UsageError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["WRITTEN", "add_parser", "run"]
+
+# What a sweep writes in its --out DIR (a name ending in / is a folder of files).
+WRITTEN = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm", "results.sqlite-journal", "results.jsonl",
+           "results.csv", "summary.txt", "schedules/", ".mapsearch.lock")
 
 
 def run(args: argparse.Namespace) -> None:
     """Run ``mapsearch sweep``; a failure raises (:mod:`mapsearch.cli.exits`)."""
     if args.workers is not None and args.workers < 1:
         raise MapsearchError(f"--workers: expected an int >= 1, got {args.workers}")
+    if args.workers is not None and args.workers > api.MAX_WORKERS:  # as solve's --workers
+        raise UsageError("--workers", f"an int between 1 and {api.MAX_WORKERS:,}", args.workers)
     if args.time_limit is not None:  # as solve's --time-limit
         api.check_seconds("--time-limit", args.time_limit)
     work = getattr(args, "work_limit", None)
     if work is not None:
         api.check_seconds("--work-limit", work, "deterministic seconds > 0")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
+    refuse_inputs_in_directory(out, WRITTEN, [("SWEEP.yaml", args.sweep)])  # --out must replace no input
     api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first
     api.check_scheduler(args.scheduler, "--scheduler")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
@@ -78,7 +86,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "as interrupted; rerun to continue)",
     )
     p.add_argument("sweep", metavar="SWEEP.yaml", help="sweep file (see examples/sweeps/)")
-    p.add_argument("--out", metavar="DIR", help="results directory (default: ./<sweep name>-results)")
+    p.add_argument("--out", metavar="DIR", type=output_directory, help="results directory (default: ./<sweep name>-results)")
     p.add_argument("--workers", metavar="N", type=int, help="local worker processes (default: the usable cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--retry-failed", action="store_true", help="rerun cases stored as failed")

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from mapsearch.cli.paths import output_path
+from mapsearch.cli.paths import output_path, refuse_input_as_output
 from mapsearch import api
 from mapsearch.errors import UsageError
 
@@ -55,6 +55,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> None:
     _check_options(args)
+    refuse_input_as_output(args.output, [("SCHEDULE.json", args.schedule), ("--layouts", args.layouts)])
     order = None
     if args.element_order is not None:
         order = args.element_order if args.element_order in ("layout", "nest") else tuple(args.element_order.split(","))

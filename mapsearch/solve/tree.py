@@ -23,11 +23,15 @@ from mapsearch.spec.workload import Workload
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NoUsablePath", "PathOutcome", "path_rules", "solve_tree"]
+__all__ = ["NoUsablePath", "PathOutcome", "PathsTimedOut", "path_rules", "solve_tree"]
 
 
 class NoUsablePath(MapsearchError):
     """Every path of a tree was skipped; the message gives each path's reason."""
+
+
+class PathsTimedOut(NoUsablePath, SolverTimeout):
+    """Every path of a tree ran out of time: a timeout (the CLI's exit 3), as for one architecture."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def solve_tree(tree: Tree, workload: Workload, homes: Mapping[str, str] | None =
     solved = [o for o in outcomes if o.result is not None]
     if not solved:
         reasons = "; ".join(f"{o.compute_name}: {o.skipped}" for o in outcomes)
-        raise NoUsablePath(f"{tree.source}: no path of {tree.name!r} could be solved ({reasons})")
+        timed_out = all(o.skipped.startswith("timed out: ") for o in outcomes)
+        error = PathsTimedOut if timed_out else NoUsablePath
+        raise error(f"{tree.source}: no path of {tree.name!r} could be solved ({reasons})")
     best = min(solved, key=lambda o: _rank(o.result, options.objective))  # min keeps the first of equals
     return best.compute_name, best.result, tuple(outcomes)

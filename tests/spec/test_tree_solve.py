@@ -115,3 +115,29 @@ def test_no_usable_path_is_one_error_naming_each_reason():
         """), "tiny.yaml")
     with pytest.raises(NoUsablePath, match=r"tiny\.yaml: no path of 'tiny' could be solved \(mac: tiny\.yaml:5:5: the home of Z, 'GLB', is not on the path"):
         solve_tree(t, matmul(2, 2, 2), {"Z": "GLB"}, OPTIONS)
+
+
+def test_every_path_out_of_time_is_a_timeout(monkeypatch):
+    """Every path timed out: a SolverTimeout (the CLI's exit 3, as for one architecture), not bad input (exit 2,
+    which the exam found); a path skipped for another reason keeps it a NoUsablePath only."""
+    import mapsearch.solve.tree as tree_solve
+    from mapsearch.errors import InfeasibleError, SolverTimeout
+    from mapsearch.solve.tree import PathsTimedOut
+
+    def out_of_time(problem, constraints, options):
+        raise SolverTimeout("no schedule found within 1 s")
+
+    monkeypatch.setattr(tree_solve, "solve", out_of_time)
+    with pytest.raises(PathsTimedOut, match=r"scalar_unit: timed out: no schedule found within 1 s; mac_array: timed out"):
+        solve_tree(TWO_PATHS, matmul(5, 3, 7), {}, OPTIONS)
+    assert issubclass(PathsTimedOut, SolverTimeout) and issubclass(PathsTimedOut, NoUsablePath)
+
+    def one_infeasible(problem, constraints, options):
+        if problem.architecture.name.endswith("scalar_unit"):
+            raise InfeasibleError("nothing fits")
+        raise SolverTimeout("no schedule found within 1 s")
+
+    monkeypatch.setattr(tree_solve, "solve", one_infeasible)
+    with pytest.raises(NoUsablePath) as info:
+        solve_tree(TWO_PATHS, matmul(5, 3, 7), {}, OPTIONS)
+    assert not isinstance(info.value, SolverTimeout)

@@ -19,11 +19,13 @@ the peers' files.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from mapsearch.spec.foreign.common import ForeignSpecError, Tagged, Untranslatable, parse_tagged_yaml, parse_var, render_jinja
+from mapsearch.spec.foreign.common import (ForeignSpecError, Tagged, Untranslatable, check_tree_limits, parse_tagged_yaml,
+                                          parse_var, render_jinja)
 from mapsearch.spec.workload import Workload, WorkloadGraph
 
 __all__ = [
@@ -56,6 +58,7 @@ class ForeignWorkload:
     renames: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)  # einsum -> name -> tensors
     notes: tuple[str, ...] = ()
     instance: Mapping[str, Any] | None = None  # a Timeloop problem's instance as written: spec.problem.instance
+    dimensions: tuple[str, ...] = ()  # a Timeloop problem's shape.dimensions (those of extent 1 included)
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,10 @@ def load_foreign_workload(path: str | Path, variables: Mapping[str, Any] | None 
         from mapsearch.spec.foreign.timeloop import timeloop_problem
 
         workload, bits, notes = timeloop_problem(data, source, name)
-        return ForeignWorkload(workload, fmt, source, {}, bits, notes=notes, instance=data["problem"]["instance"])
+        dims = data["problem"]["shape"]["dimensions"]  # checked by timeloop_problem
+        dims = tuple(re.split(r"[\s,]+", dims) if isinstance(dims, str) else dims)
+        return ForeignWorkload(workload, fmt, source, {}, bits, notes=notes, instance=data["problem"]["instance"],
+                               dimensions=tuple(d for d in dims if d))
     from mapsearch.spec.foreign.zigzag import zigzag_workload
 
     workload, bits, notes = zigzag_workload(data, source, name)
@@ -230,6 +236,8 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
 
         views, notes = einsum_views(workload)
         trees = [accelforge_tree(data, source, name, v) for v in views]
+        for t in trees:
+            check_tree_limits(t[0], source)
         if len(trees) > 1:
             _check_chain_trees(trees, source)
         return ForeignArch(trees[0][0], fmt, source, None, notes + trees[0][1], trees[0][2])
@@ -240,10 +248,12 @@ def load_foreign_arch(path: str | Path, workload: ForeignWorkload | Workload | W
         tree, found, notes = timeloop_arch(data, source, name, workload, more,
                                            constraints_source=str(constraints) if constraints is not None else None,
                                            variables=variables)
+        check_tree_limits(tree, source)
         return ForeignArch(tree, fmt, source, found, notes)
     from mapsearch.spec.foreign.zigzag import zigzag_tree
 
     tree, notes = zigzag_tree(data, source, name, workload)
+    check_tree_limits(tree, source)
     return ForeignArch(tree, fmt, source, None, notes)
 
 

@@ -49,7 +49,8 @@ from typing import Any, Mapping
 from mapsearch.spec.architecture import SPLIT_BOUND_OPERATORS, SplitBound
 from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.foreign.accelforge_parts import _COMPUTE_FIELDS, _MEMORY_FIELDS, FREE, Port, PortMixin, join_ports
-from mapsearch.spec.foreign.common import Tagged, bad, exact, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import Tagged, bad, exact, over_limit, untranslatable
 from mapsearch.spec.foreign.expr import ExprError, evaluate_expr
 from mapsearch.spec.foreign.sets import TensorSet, as_set_text
 from mapsearch.spec.set_expr import parse_set_expr
@@ -258,8 +259,9 @@ class _Translator(PortMixin):
             if not isinstance(s, dict) or "name" not in s:
                 raise bad(self.source, f, "a mapping with name and fanout", s)
             fanout = self.number(s.get("fanout"), f"{f}.fanout")
-            if fanout != int(fanout) or fanout < 1:
+            if fanout == math.inf or fanout != int(fanout) or fanout < 1:
                 raise bad(self.source, f"{f}.fanout", "int >= 1", s.get("fanout"))
+            over_limit(self.source, f"{f}.fanout", limits.instances_error(int(fanout)))
             reuse = self.tensor_set(s["reuse"], f"{f}.reuse") if "reuse" in s else frozenset()
             may = self.tensor_set(s["may_reuse"], f"{f}.may_reuse") if "may_reuse" in s else (
                 reuse if "reuse" in s else frozenset(self.view.tensors))

@@ -17,7 +17,8 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from mapsearch.spec.architecture import SEPARATE, SHARED, Link
-from mapsearch.spec.foreign.common import ForeignSpecError, bad, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import ForeignSpecError, bad, over_limit, untranslatable
 
 __all__ = ["Port", "PortMixin", "join_ports"]
 
@@ -254,4 +255,6 @@ class PortMixin:
         if words < 1:
             raise untranslatable(self.source, f"{field}.size", f"{name} holds {bits} bits, less than one "
                                  f"{bpv}-bit word, but must keep a tensor")
+        over_limit(self.source, f"{field}.size", limits.capacity_error(words) and
+                   f"{limits.capacity_error(words)} ({bpv}-bit words)")
         return words

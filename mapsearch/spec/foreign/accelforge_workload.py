@@ -32,7 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from mapsearch.spec.foreign.common import bad, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import bad, over_limit, untranslatable
 from mapsearch.spec.foreign.expr import ExprError, evaluate_expr
 from mapsearch.spec.foreign.sets import TensorSet
 from mapsearch.spec.workload import AffineIndex, Einsum, TensorAccess, Workload, WorkloadGraph
@@ -104,6 +105,9 @@ def accelforge_workload(data: Mapping[str, Any], source: str, name: str) -> Acce
             extent = bounds.get(d) or _direct_size(d, accesses, sizes)
             if extent is None:
                 raise bad(source, f"{where}.iteration_space_shape", f"a bound '0 <= {d} < N' or a rank size for {d}", None)
+            at = (f"{where}.iteration_space_shape.{d}" if d in local_bounds else f"workload.iteration_space_shape.{d}"
+                  if d in global_bounds else f"{where}.shape ({d})")
+            over_limit(source, at, limits.extent_error(extent))
             if extents.setdefault(d, extent) != extent:
                 raise untranslatable(source, where, f"rank variable {d} has extent {extent} here but {extents[d]} in "
                                      f"another einsum; mapsearch has one extent per dimension")
@@ -156,6 +160,9 @@ def _bound(text: Any, source: str, where: str) -> tuple[str, int]:
     m = _BOUND.match(str(text))
     if m is None:
         raise untranslatable(source, where, f"{text!r}: mapsearch reads bounds of the form '0 <= v < N' only")
+    if len(m.group(2).lstrip("0")) > 18:  # past any extent (and past what int() converts, at 4,300 digits)
+        over_limit(source, where, f"expected an extent <= {limits.MAX_EXTENT:,} (the largest the "
+                   f"tile enumeration supports), got a bound of {len(m.group(2).lstrip('0'))} digits")
     return m.group(1), int(m.group(2))
 
 

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from mapsearch.errors import SpecError
+from mapsearch.errors import SpecError, short_repr
 
 __all__ = [
     "ForeignSpecError",
@@ -44,6 +44,8 @@ __all__ = [
     "merge_keys",
     "exact",
     "parse_var",
+    "over_limit",
+    "check_tree_limits",
 ]
 
 
@@ -56,13 +58,50 @@ class Untranslatable(SpecError):
 
 
 def bad(source: str, field: str, expected: str, got: object) -> ForeignSpecError:
-    text = repr(got).replace("\n", " ")
-    text = text if len(text) <= 60 else text[:57] + "..."
+    text = short_repr(got, 60)  # a huge int has no repr: its size instead
     return ForeignSpecError(source, field, expected, got, detail=f"expected {expected}, got {text}")
 
 
 def untranslatable(source: str, field: str, why: str) -> Untranslatable:
     return Untranslatable(source, field, "", None, detail="cannot be translated exactly: " + " ".join(why.split()))
+
+
+def over_limit(source: str, field: str, why: str | None) -> None:
+    """Raise one line naming the file and the field when ``why`` (a message of mapsearch/spec/limits.py's
+    ``*_error`` helpers) says a number passes the native formats' caps."""
+    if why is not None:
+        raise ForeignSpecError(source, field, "", None, detail=why)
+
+
+def check_tree_limits(tree: Any, source: str) -> None:
+    """The native formats' caps (mapsearch/spec/limits.py) on a translated tree, before anything is built from
+    it: each memory's words, each mesh axis and a level's instances, each link's clocks per word, the compute's
+    block and clocks per call. The readers check the fields they read where they read them; this catches what
+    a translation computed from several (a size in bits / a word's bits, a bandwidth's inverse)."""
+    from mapsearch.spec import limits
+    from mapsearch.spec.tree_nodes import ComputeNode, MemoryNode
+
+    stack = [tree.root]
+    while stack:
+        node = stack.pop()
+        if hasattr(node, "nodes"):
+            stack.extend(reversed(node.nodes))
+            continue
+        where = getattr(node, "where", None)
+        src = getattr(where, "source", None) or source
+        field = getattr(where, "field", None) or getattr(node, "name", "")
+        if isinstance(node, MemoryNode):
+            over_limit(src, f"{field} ({node.name})", limits.capacity_error(node.size))
+            for axis in node.spatial:
+                over_limit(src, f"{field} ({node.name})", limits.instances_error(axis.fanout, axis.name))
+            over_limit(src, f"{field} ({node.name})", limits.instances_error(math.prod(a.fanout for a in node.spatial)))
+            if node.link is not None:
+                for cost in (node.link.input_clocks_per_word, node.link.output_clocks_per_word):
+                    over_limit(src, f"{field} ({node.name}): clocks per word", limits.exact_error(Fraction(cost)))
+        elif isinstance(node, ComputeNode):
+            for d, b in node.block:
+                over_limit(src, f"{field} ({node.name}).block.{d}", limits.extent_error(b))
+            over_limit(src, f"{field} ({node.name}): clocks per call", limits.exact_error(Fraction(node.clocks_per_call)))
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from mapsearch.spec.foreign.accelforge_parts import FREE, Port, join_ports
-from mapsearch.spec.foreign.common import Tagged, bad, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import Tagged, bad, over_limit, untranslatable
 from mapsearch.spec.foreign.timeloop_attrs import _SPARSE, _Evaluator, _evaluated_split, _mesh, _port, _scopes, _words
 from mapsearch.spec.set_expr import parse_set_expr
 from mapsearch.spec.tree_nodes import ComputeNode, HierarchicalNode, MemoryNode, SetRule, SpatialAxis, Tree
@@ -83,6 +84,9 @@ def timeloop_problem(data: Mapping[str, Any], source: str, name: str) -> tuple[W
     p = data.get("problem")
     if not isinstance(p, dict):
         raise bad(source, "problem", "a mapping with shape and instance", p)
+    if "version" in p and str(p["version"]) != "0.4":  # as the architecture's (0.4: timeloopfe's v4 format)
+        raise bad(source, "problem.version", "0.4 (Timeloop v4's format; leave it out for the older files)",
+                  p["version"])
     shape, instance = p.get("shape"), p.get("instance")
     if not isinstance(shape, dict):
         raise bad(source, "problem.shape", "a mapping with dimensions and data_spaces", shape)
@@ -93,6 +97,10 @@ def timeloop_problem(data: Mapping[str, Any], source: str, name: str) -> tuple[W
         dims = [d for d in re.split(r"[\s,]+", dims) if d]
     if not isinstance(dims, list) or not dims or not all(isinstance(d, str) and _DIM.match(d) for d in dims):
         raise bad(source, "problem.shape.dimensions", "a list of dimension names", dims)
+    repeated = sorted({d for d in dims if dims.count(d) > 1})
+    if repeated:
+        raise bad(source, "problem.shape.dimensions", f"each dimension named once ({', '.join(repeated)} is "
+                  f"repeated)", dims)
     coef = {}
     for i, c in enumerate(shape.get("coefficients") or []):
         if not isinstance(c, dict) or "name" not in c:
@@ -107,6 +115,7 @@ def timeloop_problem(data: Mapping[str, Any], source: str, name: str) -> tuple[W
         v = instance.get(d)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad(source, f"problem.instance.{d}", "int >= 1", v)
+        over_limit(source, f"problem.instance.{d}", limits.extent_error(v))
         extents[d] = v
     spaces = shape.get("data_spaces")
     if not isinstance(spaces, list) or len(spaces) < 2:
@@ -164,6 +173,8 @@ def _axis(raw: Any, coef: Mapping[str, Any], dims: list, source: str, field: str
         c = coef.get(c, c) if isinstance(c, str) else c
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
             raise bad(source, f"{field}[{k}]", "a coefficient that is an int >= 1", term)
+        over_limit(source, f"{field}[{k}]", None if c <= limits.MAX_EXTENT else
+                   f"expected a coefficient <= {limits.MAX_EXTENT:,} (a stride or dilation), got {limits.describe(c)}")
         terms.append((term[0], c))
     if not terms:
         raise bad(source, field, "a list of [DIMENSION] or [DIMENSION, COEFFICIENT] terms", raw)
@@ -208,6 +219,7 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     if len(components) < 2:
         raise bad(source, "architecture.nodes", "storage components and a compute component last", len(components))
     compute = components[-1]
+    _check_names_and_classes(flat, compute, source)
     notes: list[str] = [f"{source}: {field}: a !Nothing node holds nothing (the data spaces it names pass through "
                         "to the next storage): left out" for field in nothing]
     scopes = _scopes(flat, ev, source, notes)
@@ -218,7 +230,8 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     names = [n[1]["name"] for n in components[:-1]] + [f"{compute[1]['name']}_operands"]
     containers = {body["name"]: tuple(key for key, _ in _mesh(scopes[field], body["name"], Where(source, line, 1, field)))
                   for kind, body, field, line in flat if kind == "Container"}
-    keep, extra, bounds = apply_targets(targets, names, w, notes, containers)
+    keep, extra, bounds = apply_targets(targets, names, w, notes, containers,
+                                        frozenset(getattr(workload, "dimensions", ()) or ()) or None)
     nodes = []
     pending: list[SpatialAxis] = []
     parent: Port | None = None
@@ -251,6 +264,33 @@ def timeloop_arch(data: Mapping[str, Any], source: str, name: str, workload: Any
     nodes.append(ComputeNode(cname, (), 1, where))
     tree = Tree(name, HierarchicalNode(tuple(nodes), Where(source, 1, 1, "architecture")), False, source)
     return tree, extra, tuple(dict.fromkeys(notes))
+
+
+# Timeloop's component classes (src/model/topology.cpp): a storage's class names one of these, a compute's one of
+# those (a substring, as Timeloop matches them); Timeloop neglects a component of any other class.
+_STORAGE_CLASSES = ("DRAM", "SRAM", "regfile", "smartbuffer", "storage")
+_COMPUTE_CLASSES = ("mac", "compute")
+
+
+def _check_names_and_classes(flat: list, compute: tuple, source: str) -> None:
+    """One line for a node name given twice (constraints and containers are found by name) and for a component
+    whose ``class`` Timeloop does not know as a storage (every component but the last) or a compute (the last):
+    Timeloop would neglect it, and mapsearch would guess."""
+    seen: dict[str, str] = {}
+    for kind, body, field, _ in flat:
+        name = body["name"]
+        if name in seen:
+            raise bad(source, f"{field}.name", f"a name no other node has ({seen[name]} is named {name!r} too)", name)
+        seen[name] = field
+        if kind != "Component" or "class" not in body:
+            continue
+        cls = body["class"]
+        is_compute = body is compute[1]
+        known = _COMPUTE_CLASSES if is_compute else _STORAGE_CLASSES
+        if not isinstance(cls, str) or not any(k.lower() in cls.lower() for k in known):
+            what = "compute" if is_compute else "storage"
+            role = "the last component is the compute" if is_compute else "every component but the last is a storage"
+            raise bad(source, f"{field}.class", f"a Timeloop {what} class (one naming {', '.join(known)}; {role})", cls)
 
 
 def _flatten(items: list, source: str, field: str) -> list[tuple[str, dict, str, int]]:

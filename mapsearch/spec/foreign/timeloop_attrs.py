@@ -17,7 +17,8 @@ from fractions import Fraction
 from typing import Any, Iterator, Mapping
 
 from mapsearch.spec.foreign.accelforge_parts import FREE, Port
-from mapsearch.spec.foreign.common import ForeignSpecError, bad, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import ForeignSpecError, bad, over_limit, untranslatable
 from mapsearch.spec.foreign.expr import ExprError, evaluate_expr
 from mapsearch.spec.set_expr import parse_set_expr
 from mapsearch.spec.tree_nodes import SetRule, SpatialAxis
@@ -225,6 +226,7 @@ def _mesh(scope: _Scope, name: str, where: Where) -> list[tuple[str, SpatialAxis
         n, f = found
         if n == math.inf:
             raise bad(scope.field(key)[0], f, "int >= 1", n)
+        over_limit(scope.field(key)[0], f, limits.instances_error(n))
         if n > 1:
             everything = SetRule("All", parse_set_expr("All"), where)
             axes.append((axis, SpatialAxis(f"{name}_{axis}", n, everything,
@@ -236,7 +238,14 @@ def _port(scope: _Scope) -> Port:
     costs = []
     for key in ("read_bandwidth", "write_bandwidth"):
         found = _number(scope, (key,), "words per cycle > 0", whole=False)
-        costs.append(Fraction(0) if found is None or found[0] == math.inf else 1 / Fraction(str(found[0])))
+        if found is None or found[0] == math.inf:
+            costs.append(Fraction(0))
+            continue
+        bw = found[0] if isinstance(found[0], (int, Fraction)) else Fraction(str(found[0]))
+        over_limit(scope.field(key)[0], found[1], limits.exact_error(Fraction(bw)) and
+                   f"expected words per cycle whose numerator and denominator are at most 2^62 (the solver's "
+                   f"integers hold 1/{key} exactly), got {limits.describe(found[0])}")
+        costs.append(1 / Fraction(bw))
     return Port(costs[0], costs[1], "separate") if any(costs) else FREE
 
 
@@ -283,4 +292,5 @@ def _words(scope: _Scope, top: bool, total: int, notes: list[str]) -> int | None
         return None if top else 2 * total
     if size < 1:
         raise bad(scope.field(field.rsplit(".", 1)[1])[0], field, "a storage of at least one word", size)
+    over_limit(scope.field(field.rsplit(".", 1)[1])[0], field, limits.capacity_error(size))
     return size

@@ -50,14 +50,38 @@ def _factors(raw: Any, source: str, field: str) -> list[tuple[str, str, int]]:
     return out
 
 
-def _permutation(raw: Any, dims: tuple[str, ...], source: str, field: str) -> list[str]:
-    if isinstance(raw, str) and not re.search(r"[\s,]", raw.strip()) and all(c in dims for c in raw.strip()):
-        return list(raw.strip())  # "NMC": one letter per dimension
-    return _names(raw, source, field)
+def _permutation(raw: Any, dims: tuple[str, ...], source: str, field: str,
+                 known: frozenset[str] | None = None) -> list[str]:
+    letters = set(dims) | set(known or ())
+    text = raw.strip() if isinstance(raw, str) else ""
+    if text and not re.search(r"[\s,]", text) and (all(c in letters for c in text) or
+                                                   (known is not None and text not in known)):
+        out = list(text)  # "NMC": one letter per dimension, as Timeloop reads it
+        _check_known(out, known, source, field)
+        return out
+    out = _names(raw, source, field)
+    _check_known([d for d in out], known, source, field)
+    return out
+
+
+def _check_known(names: list[str], known: frozenset[str] | None, source: str, field: str) -> None:
+    """``known``: the dimensions of the Timeloop problem (None: the workload is not a Timeloop problem, whose
+    dimension names a Timeloop constraint may not use). Timeloop refuses a constraint naming another."""
+    if known is None:
+        return
+    unknown = [d for d in names if d not in known]
+    if unknown:
+        raise bad(source, field, f"dimensions of the problem ({', '.join(sorted(known))})", unknown[0])
+
+
+def _known_factors(raw: Any, known: frozenset[str] | None, source: str, field: str) -> list[tuple[str, str, int]]:
+    out = _factors(raw, source, field)
+    _check_known([d for d, _, _ in out], known, source, field)
+    return out
 
 
 def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, field: str,
-                   notes: list[str]) -> dict[str, list[SplitBound]]:
+                   notes: list[str], known: frozenset[str] | None = None) -> dict[str, list[SplitBound]]:
     """The split bounds per mesh axis (``"X"``, ``"Y"``: those with a fanout above 1) of a spatial constraint
     on a ``!Container``.
 
@@ -71,11 +95,12 @@ def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, fie
     not known, other keys.
     """
     out: dict[str, list[SplitBound]] = {a: [] for a in axes}
+    dims = w.dims
+    perm = _permutation(t.get("permutation"), dims, source, f"{field}.permutation", known)
+    factors = _known_factors(t.get("factors"), known, source, f"{field}.factors")
     if not axes:
         return out
-    dims = w.dims
     moving = [d for d in dims if w.extent[d] > 1]
-    perm = _permutation(t.get("permutation"), dims, source, f"{field}.permutation")
     split = t.get("split")
     if split is not None and (isinstance(split, bool) or not isinstance(split, int) or split < 0):
         raise bad(source, f"{field}.split", "int >= 0", split)
@@ -89,7 +114,7 @@ def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, fie
     elif perm or split is not None:
         notes.append(f"{source}: {field}: a spatial permutation/split that does not name every dimension: left out")
     dropped = []
-    for d, op, v in _factors(t.get("factors"), source, f"{field}.factors"):
+    for d, op, v in factors:
         if d not in dims:
             continue
         if op == "=" and v == 1:
@@ -112,8 +137,8 @@ def spatial_bounds(t: dict, axes: tuple[str, ...], w: Workload, source: str, fie
 
 
 def apply_targets(targets: list[tuple[dict, str, str]], storages: list[str], w: Workload,
-                  notes: list[str], containers: Mapping[str, tuple[str, ...]] | None = None
-                  ) -> tuple[dict[str, tuple], Any, dict[tuple[str, str], list[SplitBound]]]:
+                  notes: list[str], containers: Mapping[str, tuple[str, ...]] | None = None,
+                  known: frozenset[str] | None = None) -> tuple[dict[str, tuple], Any, dict[tuple[str, str], list[SplitBound]]]:
     """``({storage: (keep set, bypass set)}, Constraints or None, {(container, axis): split bounds})``; what is
     left out goes to ``notes``. ``targets``: ``(target dict, field, the file that says it)``; ``containers``: per
     ``!Container`` name, its mesh axes with a fanout above 1."""
@@ -134,10 +159,12 @@ def apply_targets(targets: list[tuple[dict, str, str]], storages: list[str], w: 
             raise bad(source, field, "a mapping with target and type", t)
         target, kind = t.get("target"), t.get("type")
         if kind == "spatial" and target in containers:
-            for axis, rules in spatial_bounds(t, containers[target], w, source, field, notes).items():
+            for axis, rules in spatial_bounds(t, containers[target], w, source, field, notes, known).items():
                 bounds.setdefault((target, axis), []).extend(rules)
             continue
         if kind in ("spatial", "utilization", "parallel"):
+            _permutation(t.get("permutation"), dims, source, f"{field}.permutation", known)
+            _known_factors(t.get("factors"), known, source, f"{field}.factors")
             notes.append(f"{source}: {field}: {kind} constraints restrict the mapper's fanout use; mapsearch "
                          f"searches every split: left out")
             continue
@@ -153,7 +180,7 @@ def apply_targets(targets: list[tuple[dict, str, str]], storages: list[str], w: 
             keep[target] = (old[0] | k, old[1] | b)
         elif kind == "temporal":
             child = children[target]
-            perm = _permutation(t.get("permutation"), dims, source, f"{field}.permutation")
+            perm = _permutation(t.get("permutation"), dims, source, f"{field}.permutation", known)
             wanted = [d for d in dims if dict(w.extents)[d] > 1]
             if perm and set(wanted) <= set(perm):
                 orders.append((child, tuple(d for d in reversed(perm) if d in dims)))
@@ -161,7 +188,7 @@ def apply_targets(targets: list[tuple[dict, str, str]], storages: list[str], w: 
                 notes.append(f"{source}: {field}.permutation: {''.join(perm)} names some dimensions only; "
                              f"mapsearch's orders cannot say 'these innermost': left out")
             dropped = []
-            for d, op, v in _factors(t.get("factors"), source, f"{field}.factors"):
+            for d, op, v in _known_factors(t.get("factors"), known, source, f"{field}.factors"):
                 if d not in dims or (v == 1 and dict(w.extents)[d] == 1):
                     continue  # a dimension this problem does not have, or one of extent 1
                 if op == "=" and target == innermost:

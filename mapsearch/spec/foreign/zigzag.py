@@ -42,7 +42,8 @@ from typing import Any, Mapping
 
 from mapsearch.spec.energy import LevelEnergy
 from mapsearch.spec.foreign.accelforge_parts import FREE, Port, join_ports
-from mapsearch.spec.foreign.common import bad, untranslatable
+from mapsearch.spec import limits
+from mapsearch.spec.foreign.common import bad, over_limit, untranslatable
 from mapsearch.spec.foreign.operands import operand_words
 from mapsearch.spec.foreign.sets import as_set_text
 from mapsearch.spec.set_expr import parse_set_expr
@@ -71,6 +72,7 @@ def zigzag_workload(data: Any, source: str, name: str) -> tuple[Workload, dict[s
         raise untranslatable(source, "", f"{len(data)} layers; ZigZag maps a network layer by layer and so does "
                              f"mapsearch's characterize: give one layer per file to solve")
     w = _layer(data[0], source, "[0]", name)
+    _check_layer_labels(data[0], w, source, "[0]")
     given = data[0].get("operand_precision") or {}
     if not isinstance(given, dict):
         raise bad(source, "[0].operand_precision", "a mapping from operand to bits", given)
@@ -83,6 +85,33 @@ def zigzag_workload(data: Any, source: str, name: str) -> tuple[Workload, dict[s
             raise bad(source, f"[0].operand_precision.{t}", "bits: int >= 0", b)
         bits[t] = b
     return _without_empty_operands(w, bits, source)
+
+
+def _check_layer_labels(layer: Mapping[str, Any], w: Workload, source: str, field: str) -> None:
+    """``operator_type`` is a label (ZigZag picks the layer's mapping entry by it; the equation says what the
+    layer computes): any name. ``operand_source`` maps an input operand to the layer producing it: the layer's
+    own id for an operand from outside (ZigZag's constant operand), else an earlier layer's (a layer cut out of
+    a network names its producer, which a one-layer solve does not need); ZigZag links a layer to producers it
+    has already read, so a later id, or an operand the equation does not read, is refused."""
+    kind = layer.get("operator_type")
+    if kind is not None and not isinstance(kind, str):
+        raise bad(source, f"{field}.operator_type", "a name such as Conv, Gemm or Pooling", kind)
+    sources = layer.get("operand_source")
+    if sources is None:
+        return
+    if not isinstance(sources, dict):
+        raise bad(source, f"{field}.operand_source", "a mapping from input operand to layer id", sources)
+    inputs = [t.name for t in w.einsum.inputs]
+    own = layer.get("id")
+    own = own if isinstance(own, int) and not isinstance(own, bool) else None
+    for op, src in sources.items():
+        if op not in inputs:
+            raise bad(source, f"{field}.operand_source", f"input operands of the equation ({', '.join(inputs)})", op)
+        if src in (None, []):
+            continue
+        if isinstance(src, bool) or not isinstance(src, int) or src < 0 or (own is not None and src > own):
+            limit = f" <= {own} (this layer's id: an earlier layer or the layer itself)" if own is not None else " >= 0"
+            raise bad(source, f"{field}.operand_source.{op}", f"a layer id{limit}", src)
 
 
 def _without_empty_operands(w: Workload, bits: dict[str, int], source: str
@@ -123,6 +152,7 @@ def _layer(layer: Any, source: str, field: str, name: str) -> Workload:
     for d, n in zip(dims, sizes):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise bad(source, f"{field}.loop_sizes", "ints >= 1", sizes)
+        over_limit(source, f"{field}.loop_sizes", limits.extent_error(n) and f"{d}: {limits.extent_error(n)}")
         extents[str(d).lower()] = n
     if any(p not in (None, [0, 0]) and p != [0, 0] for p in layer.get("padding") or []):
         raise untranslatable(source, f"{field}.padding", "padding reads outside the input; mapsearch has no padding")
@@ -131,6 +161,10 @@ def _layer(layer: Any, source: str, field: str, name: str) -> Workload:
         m = _RELATION.match(str(rel).replace(" ", ""))
         if m is None:
             raise bad(source, f"{field}.dimension_relations[{i}]", "ix=s*ox+d*fx", rel)
+        for g in (2, 4):
+            over_limit(source, f"{field}.dimension_relations[{i}]", None if int(m.group(g) or 1) <= limits.MAX_EXTENT
+                       else f"expected a coefficient <= {limits.MAX_EXTENT:,} (a stride or dilation), got "
+                            f"{limits.describe(int(m.group(g)))}")
         relations[m.group(1)] = AffineIndex(((m.group(3), int(m.group(2) or 1)), (m.group(5), int(m.group(4) or 1))))
     eq = str(layer["equation"]).replace(" ", "")
     lhs, sep, rhs = eq.partition("+=") if "+=" in eq else eq.partition("=")
@@ -227,6 +261,8 @@ def zigzag_tree(data: Mapping[str, Any], source: str, name: str, workload: Any) 
             raise untranslatable(source, f"{f}.size", f"{mname} holds {size} bits, less than one {bits}-bit word, "
                                  f"but must keep {', '.join(sorted(held))}")
         capacity = size // bits
+        over_limit(source, f"{f}.size", limits.capacity_error(capacity) and
+                   f"{limits.capacity_error(capacity)} ({size:,} bits of {bits})")
         link = None if parent is None else join_ports(parent, port)
         rule = SetRule(as_set_text(held, tensors), parse_set_expr(as_set_text(held, tensors)), where)
         other = frozenset(tensors) - held
@@ -277,6 +313,7 @@ def _chain_order(memories: Mapping[str, Any], dims: list, links: Mapping[str, st
 def _axis(dim: str, size: Any, where: Where) -> SpatialAxis:
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise bad(where.source, "operational_array.sizes", "ints >= 1", size)
+    over_limit(where.source, "operational_array.sizes", limits.instances_error(size, dim))
     everything = SetRule("All", parse_set_expr("All"), where)
     return SpatialAxis(dim, size, everything, SetRule("Nothing", parse_set_expr("Nothing"), where), where)
 
@@ -300,6 +337,9 @@ def _port(m: Mapping[str, Any], field: str, source: str, ops: list[str], links: 
     for j, p in enumerate(m.get("ports") or []):
         if not isinstance(p, dict) or not isinstance(p.get("bandwidth_max"), int) or p["bandwidth_max"] < 1:
             raise bad(source, f"{field}.ports[{j}]", "a port with bandwidth_max >= 1 bits per cycle", p)
+        over_limit(source, f"{field}.ports[{j}].bandwidth_max", None if p["bandwidth_max"] <= limits.MODEL_LIMIT
+                   else f"expected bits per cycle <= 2^62 (the solver's integers hold a word's clocks exactly), "
+                        f"got {limits.describe(p['bandwidth_max'])}")
         shared |= p.get("type") == "read_write"
         for alloc in p.get("allocation") or []:
             op, _, direction = str(alloc).partition(", ")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from mapsearch.atomic import atomic_open
-from mapsearch.errors import MapsearchError
+from mapsearch.errors import GOT_LIMIT, MapsearchError, SpecError, short_repr
 
 SOLVED = ("OPTIMAL", "OPTIMAL_IN_FAMILY", "FEASIBLE")
 
@@ -24,6 +24,84 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def check_plot_path(out_png: str | Path) -> None:
+    """The file name must end in a format matplotlib writes (``.png``, ``.pdf``, ``.svg``, ...; none: PNG):
+    checked before anything is drawn, one error naming the file."""
+    _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    out = Path(out_png)
+    suffix = out.suffix[1:].lower()
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if suffix and suffix not in formats:
+        raise MapsearchError(f"{out}: expected a file name ending in a format matplotlib writes "
+                             f"(.{', .'.join(formats)}), got {short_repr(out.suffix, GOT_LIMIT)}")
+
+
+# The figures a plot reads from a row (or its report): a number, exact text 'a/b', or null.
+NUMBER_KEYS = ("time", "utilization", "words_total", "compute_time", "op_calls", "macs", "block_macs",
+               "mac_efficiency", "gap", "lower_bound_words")
+_LINK_NUMBERS = ("words_down", "words_up", "words", "time")
+_NUMBER = "a number (or exact text 'a/b') or null"
+
+
+def _numeric(x: Any) -> bool:
+    if x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)):
+        return True
+    return isinstance(x, str) and _num(x) is not None
+
+
+def _figures_problem(row: Mapping[str, Any], prefix: str) -> tuple[str, str, Any] | None:
+    for key in NUMBER_KEYS:
+        if not _numeric(row.get(key)):
+            return prefix + key, _NUMBER, row[key]
+    links = row.get("links")
+    if links is not None:
+        if not isinstance(links, list):
+            return prefix + "links", "a list of links {name, words_down, words_up, words, time} or null", links
+        for n, link in enumerate(links):
+            if not isinstance(link, Mapping) or not isinstance(link.get("name"), str):
+                return f"{prefix}links[{n}]", "a link {name, words_down, words_up, words, time}", link
+            for key in _LINK_NUMBERS:
+                if not _numeric(link.get(key)):
+                    return f"{prefix}links[{n}].{key}", _NUMBER, link[key]
+    return None
+
+
+def row_problem(row: Any) -> tuple[str, str, Any] | None:
+    """(field, expected, got) of the first value of a sweep row the plots cannot read, else None."""
+    if not isinstance(row, Mapping):
+        return "", "a JSON object (one row of a sweep's results)", row
+    if row.get("status") is not None and not isinstance(row["status"], str):
+        return "status", "text (OPTIMAL, FEASIBLE, ...)", row["status"]
+    for key in ("workload", "architecture"):
+        if row.get(key) is not None and not isinstance(row[key], (str, Mapping)):
+            return key, "a name or an object", row[key]
+    if row.get("lower_bound_link") is not None and not isinstance(row["lower_bound_link"], str):
+        return "lower_bound_link", "a link's name or null", row["lower_bound_link"]
+    params = row.get("params")
+    if params is not None and not isinstance(params, Mapping) and not (
+            isinstance(params, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+                                             for p in params)):
+        return "params", "an object {path: value} or a list of [path, value] pairs", params
+    problem = _figures_problem(row, "")
+    if problem is None and row.get("report") is not None:
+        if not isinstance(row["report"], Mapping):
+            return "report", "an object (the solve report) or null", row["report"]
+        problem = _figures_problem(row["report"], "report.")
+    return problem
+
+
+def check_rows(rows: Sequence[Any], source: str = "rows") -> None:
+    """Every row must be one the plots can read; the first that is not is one :class:`SpecError` naming
+    ``source[i]`` and the field."""
+    for n, row in enumerate(rows):
+        problem = row_problem(row)
+        if problem is not None:
+            field, expected, got = problem
+            raise SpecError(f"{source}[{n}]", field, expected, got)
 
 
 def _get(row: Mapping[str, Any], key: str) -> Any:

@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from mapsearch.errors import MapsearchError
+from mapsearch.errors import MapsearchError, SpecError
 from mapsearch.report import plot_common
-from mapsearch.report.plot_common import _get, _markers, _name, _num, _params, _pyplot, _save, _series_key, _solved, _wide
+from mapsearch.report.plot_common import check_plot_path, check_rows, row_problem, _get, _markers, _name, _num, _params, _pyplot, _save, _series_key, _solved, _wide
 from mapsearch.report.roofline import plot_roofline, roof_of
 
 __all__ = ["PLOT_KINDS", "load_rows", "plot_rows", "plot_vs_parameter", "plot_roofline", "plot_vs_lower_bound",
@@ -35,7 +35,8 @@ SOLVED = plot_common.SOLVED  # the statuses plotted (defined in plot_common, whi
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a JSON Lines file (blank lines skipped); a bad line is one error naming it."""
+    """The rows of a JSON Lines file (blank lines skipped); a bad line (not JSON, not an object, a figure that is
+    not a number: :func:`~mapsearch.report.plot_common.row_problem`) is one error naming it and the field."""
     rows = []
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -44,9 +45,16 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise MapsearchError(f"{path}: line {n}: malformed JSON: {e.msg}") from None
+            except RecursionError:
+                raise MapsearchError(f"{path}: line {n}: malformed JSON: nested too deep") from None
+            problem = row_problem(row)
+            if problem is not None:  # one line naming the line and the field, not a crash while drawing
+                field, expected, got = problem
+                raise SpecError(str(path), f"line {n}" + (f": {field}" if field else ""), expected, got)
+            rows.append(row)
     return rows
 
 
@@ -62,6 +70,7 @@ def plot_vs_parameter(rows: Iterable[Mapping[str, Any]], param: str, out_png: st
     span two decades or more (e.g. capacities from 1 KiB to 1 MiB).
     """
     plt = _pyplot()
+    check_plot_path(out_png)
     points: dict[str, list[tuple[float, float, float, bool]]] = {}
     for r in _solved(rows):
         x = _num(_params(r).get(param))
@@ -112,7 +121,7 @@ def _words_on(row: Mapping[str, Any], link: str | None) -> float | None:
         return _num(_get(row, "words_total"))
     for l in _get(row, "links") or []:
         if l.get("name") == name:
-            return float((l.get("words_down") or 0) + (l.get("words_up") or 0))
+            return float((_num(l.get("words_down")) or 0) + (_num(l.get("words_up")) or 0))
     return None
 
 
@@ -128,6 +137,7 @@ def plot_vs_lower_bound(
     one). The median ratio words / bound is in the title.
     """
     plt = _pyplot()
+    check_plot_path(out_png)
     series: dict[str, list[tuple[float, float, bool]]] = {}
     ratios = []
     for r in _solved(rows):
@@ -186,6 +196,8 @@ def plot_rows(rows: Sequence[Mapping[str, Any]], out_png: str | Path, kind: str 
     takes the only swept one; ``lower-bound`` reads ``lower_bound_words``
     (on ``link`` when given).
     """
+    check_rows(rows)  # a row the plots cannot read is one error, and the format is checked, before drawing
+    check_plot_path(out_png)
     swept = swept_parameters(rows)
     if kind is None:
         kind = "parameter" if param is not None or len(swept) == 1 else "roofline"

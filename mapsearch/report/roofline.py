@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from mapsearch.errors import MapsearchError
-from mapsearch.report.plot_common import _get, _markers, _name, _num, _pyplot, _save, _solved
+from mapsearch.report.plot_common import check_plot_path, _get, _markers, _name, _num, _pyplot, _save, _solved
 
 __all__ = ["plot_roofline", "roof_of"]
 
@@ -83,7 +83,7 @@ def _inferred_roof(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if calls and ct:
             peak = max(peak, bm * calls / ct)
         for link in _get(r, "links") or []:
-            words = (link.get("words_down") or 0) + (link.get("words_up") or 0)
+            words = (_num(link.get("words_down")) or 0) + (_num(link.get("words_up")) or 0)
             t = _num(link.get("time"))
             if words and t:
                 per_link[link["name"]] = max(per_link.get(link["name"], 0.0), t / words)
@@ -111,10 +111,9 @@ def plot_roofline(
         by_arch.setdefault(_name(r.get("architecture")), []).append(r)
     if not by_arch:
         raise MapsearchError("no solved rows to put on a roofline")
-    n = len(by_arch)
-    fig, axes = plt.subplots(1, n, figsize=(6.0 * n, 4.8), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (arch_name, arows) in zip(axes[0], sorted(by_arch.items())):
+    check_plot_path(out_png)
+    plots = []  # (architecture, roof, series): all read before anything is drawn
+    for arch_name, arows in sorted(by_arch.items()):
         arch = next((a for a in (_row_arch(r, architectures) for r in arows) if a is not None), None)
         roof = roof_of(arch) if arch is not None else _inferred_roof(arows)
         series: dict[str, list[tuple[float, float, bool]]] = {}
@@ -122,13 +121,21 @@ def plot_roofline(
         for r in arows:
             macs, time = _num(_get(r, "macs")), _num(_get(r, "time"))
             link = next((l for l in (_get(r, "links") or []) if l.get("name") == roof["link"]), None)
-            words = None if link is None else (link.get("words_down") or 0) + (link.get("words_up") or 0)
+            words = None if link is None else (_num(link.get("words_down")) or 0) + (_num(link.get("words_up")) or 0)
             if not macs or not time or not words:
                 skipped += 1
                 continue
             series.setdefault(_name(r.get("workload")), []).append((macs / words, macs / time, r.get("status") == "FEASIBLE"))
         if skipped:
             log.info("roofline of %s: %d row(s) without macs, time or words on %s left out", arch_name, skipped, roof["link"])
+        plots.append((arch_name, roof, series))
+    if not any(series for _, _, series in plots):
+        raise MapsearchError("no solved row has macs, time and the words on its architecture's slowest link to put "
+                             "on a roofline")
+    n = len(plots)
+    fig, axes = plt.subplots(1, n, figsize=(6.0 * n, 4.8), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (arch_name, roof, series) in zip(axes[0], plots):
         xs_all = [p[0] for pts in series.values() for p in pts]
         for k, (label, pts) in enumerate(sorted(series.items())):
             _markers(plt, ax, [p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts], colors[k % len(colors)], label, False)

@@ -71,7 +71,9 @@ Output directory (``--out DIR``):
   ``param:PATH``, ``extent:DIM``, ``capacity:LEVEL`` and
   ``link:NAME:{words_down,words_up,words,time}`` columns.
 - ``schedules/<case_id>.json``: the schedule file of each solved case
-  (``mapsearch replay --check`` reads it).
+  (``mapsearch replay --check`` reads it); those of cases not in this sweep
+  (an earlier, different sweep into the same DIR) are removed, while their
+  results stay in ``results.sqlite``.
 - ``summary.txt``: one line per finished case (status, time, utilization,
   words, solve seconds), totals and the failed cases' errors.
 

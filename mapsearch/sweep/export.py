@@ -1,7 +1,9 @@
 """Write a sweep's stored results out: JSON Lines, CSV, schedule files and a summary table.
 
 Rows follow the sweep's case order; cases not yet run are left out (the
-summary counts them as pending). Every file is written to a temporary name
+summary counts them as pending). The exports describe the sweep being
+exported: ``schedules/`` keeps only its cases' files (those of another sweep
+run into the same directory are removed; their results stay in the database). Every file is written to a temporary name
 and renamed, so a reader never sees half a file.
 """
 
@@ -10,9 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from mapsearch.errors import MapsearchError
 from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
 from mapsearch.sweep.store import ResultStore
 
@@ -23,6 +28,8 @@ ROW_KEYS = (
     "solve_seconds", "time", "utilization", "words_total", "compute_time", "op_calls", "mac_efficiency",
     "macs", "bound", "gap", "extents", "capacities", "links",
 )
+log = logging.getLogger(__name__)
+
 _REPORT_KEYS = ("time", "utilization", "words_total", "compute_time", "op_calls", "mac_efficiency", "macs", "bound", "gap")
 
 
@@ -172,7 +179,13 @@ def summary_text(name: str, cases: Sequence[Case], rows: list[dict[str, Any]]) -
 def export(name: str, cases: Sequence[Case], store: ResultStore, out_dir: str | Path) -> dict[str, Path]:
     """Write ``results.jsonl``, ``results.csv``, ``schedules/<case_id>.json`` and ``summary.txt``."""
     out = Path(out_dir)
-    (out / "schedules").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "schedules").mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file there (check_out_directory refuses it before a sweep runs)
+        raise MapsearchError(f"{out / 'schedules'}: expected a directory (of schedule files), got a file; move it "
+                             "away, or give another output directory") from None
+    except OSError as e:
+        raise MapsearchError(f"{out / 'schedules'}: cannot create: {e.strerror or e}") from None
     rows = result_rows(cases, store)
     paths = {"jsonl": out / "results.jsonl", "csv": out / "results.csv", "summary": out / "summary.txt",
              "schedules": out / "schedules"}
@@ -186,5 +199,19 @@ def export(name: str, cases: Sequence[Case], store: ResultStore, out_dir: str | 
                 _atomic_write(target, row["schedule"])
         elif target.exists():
             target.unlink()  # rerun without a schedule (e.g. it now fails): no stale file
+    _remove_stale_schedules(out / "schedules", {case_id for case_id, row in stored.items() if row["schedule"]})
     _atomic_write(paths["summary"], summary_text(name, cases, rows))
     return paths
+
+
+_CASE_FILE = re.compile(r"[0-9a-f]{16}\.json")
+
+
+def _remove_stale_schedules(directory: Path, keep: set[str]) -> None:
+    """Remove the schedule files of cases not in this sweep (an earlier sweep into the same directory: its
+    results stay in the database, but the exports describe this sweep only). Other files are left alone."""
+    stale = [p for p in directory.iterdir() if _CASE_FILE.fullmatch(p.name) and p.stem not in keep and p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    if stale:
+        log.info("removed %d schedule file(s) of cases not in this sweep from %s", len(stale), directory)

@@ -26,13 +26,22 @@ __all__ = ["DirectoryLock", "DirectoryBusy", "LOCK_NAME", "check_out_directory"]
 
 LOCK_NAME = ".mapsearch.lock"
 
+# What a results directory holds (the lock, the exports of mapsearch/sweep/export.py): name -> a directory?
+_ENTRIES = ((LOCK_NAME, False, "the directory's lock file"), ("results.jsonl", False, "a file"),
+            ("results.csv", False, "a file"), ("summary.txt", False, "a file"),
+            ("schedules", True, "a directory (of schedule files)"))
+
 
 class DirectoryBusy(MapsearchError):
     """Another live process holds the directory."""
 
 
 def check_out_directory(out: Path, option: str = "out_dir") -> None:
-    """``out`` must be, or be creatable as, a directory: not a file, not below one (``option`` names it)."""
+    """``out`` must be, or be creatable as, a directory: not a file, not below one (``option`` names it).
+
+    In an existing ``out``, the lock and the exports must be files and ``schedules`` a directory: a damaged
+    directory is one error naming the path before anything runs.
+    """
     if out.exists() and not out.is_dir():
         raise MapsearchError(f"{option}: expected a directory, got a file: {out}")
     for parent in out.parents:
@@ -40,6 +49,13 @@ def check_out_directory(out: Path, option: str = "out_dir") -> None:
             if not parent.is_dir():
                 raise MapsearchError(f"{option}: {out} is below {parent}, which is a file, not a directory")
             break
+    if out.is_dir():  # a damaged directory is refused before anything runs, not when the exports are written
+        for name, directory, expected in _ENTRIES:
+            path = out / name
+            if path.exists() and path.is_dir() != directory:
+                got = "a directory" if path.is_dir() else "a file"
+                raise MapsearchError(f"{path}: expected {expected}, got {got}; move it away, or give another "
+                                     "output directory")
 
 
 def _owner(path: Path) -> tuple[int | None, str]:
@@ -76,10 +92,19 @@ class DirectoryLock:
         return DirectoryBusy(f"{self.directory}: in use by {who} (lock {self.path}); wait for that {self.what} "
                              f"to end, or give another --out")
 
+    def _unusable(self, e: OSError) -> MapsearchError:
+        if isinstance(e, IsADirectoryError) or self.path.is_dir():
+            return MapsearchError(f"{self.path}: expected the directory's lock file, got a directory; move it away, "
+                                  "or give another output directory")
+        return MapsearchError(f"{self.path}: cannot create the lock file: {e.strerror or e}")
+
     def acquire(self) -> None:
         mine = f"{os.getpid()} {socket.gethostname()}\n"
         if fcntl is not None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as e:
+                raise self._unusable(e) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -93,6 +118,8 @@ class DirectoryLock:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except FileExistsError:
+                if self.path.is_dir():
+                    raise self._unusable(IsADirectoryError()) from None
                 pid, host = _owner(self.path)
                 if pid is not None and host == socket.gethostname() and not _alive(pid):
                     self.path.unlink(missing_ok=True)  # stale: its process is gone

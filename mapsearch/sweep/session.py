@@ -162,7 +162,14 @@ def run_sweep_file(source: SweepSource, out_dir: str | Path | None = None, *, wo
     sweep = _sweep_of(source, time_limit, work_limit)
     out = Path(out_dir) if out_dir is not None else Path(f"{sweep.name}-results")
     interrupted = False
+    if export_only and not (out / DB_NAME).exists():  # nothing to export: refused before anything is created
+        raise MapsearchError(f"{out}: nothing to export: no results in {out} (no {DB_NAME}); run the sweep first")
     with results_directory(out) as store:
+        ids = [c.case_id for c in sweep.cases]
+        stored = store.rows(ids)  # a damaged row is one error before anything runs or is written
+        if export_only and not stored:
+            raise MapsearchError(f"{out}: nothing to export: no results of sweep {sweep.name} in {out / DB_NAME}; "
+                                 "run the sweep first")
         if not export_only:
             todo, skipped = store.to_run(sweep.cases, retry_failed)
             where = scheduler if scheduler else f"{workers or default_workers()} local worker(s)"

@@ -20,13 +20,14 @@ run of a sweep: start, end, cases, skipped, stored, interrupted.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from mapsearch.errors import SpecError
+from mapsearch.errors import GOT_LIMIT, SpecError, short_repr
 from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, OK_STATUSES, Case
 
 __all__ = ["ResultStore", "DB_NAME"]
@@ -89,6 +90,90 @@ def _check_not_foreign(path: Path) -> None:
         raise _not_ours(path, f"cannot read: {e.strerror or e}") from None
     if head and head != _SQLITE_HEADER:
         raise _not_ours(path, "file is not a database")
+
+
+_STATUSES = OK_STATUSES + FAILED_STATUSES + (INTERRUPTED,)
+_REPORT_NUMBERS = ("time", "utilization", "words_total", "compute_time", "op_calls", "mac_efficiency", "macs", "gap")
+_LINK_NUMBERS = ("words_down", "words_up", "words", "time")
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _json(text: Any) -> Any:
+    if not isinstance(text, str):
+        raise ValueError
+    try:
+        return json.loads(text)
+    except RecursionError:  # nested too deep to be ours
+        raise ValueError from None
+
+
+def _report_problem(report: Any) -> tuple[str, str, Any] | None:
+    """(field, expected, got) of the first figure of a stored report the exports could not use, else None."""
+    if not isinstance(report, dict):
+        return "", "a JSON object (the solve report) or null", report
+    for key in _REPORT_NUMBERS:
+        if report.get(key) is not None and not _is_number(report[key]):
+            return f".{key}", "a number or null", report[key]
+    if report.get("bound") is not None and not isinstance(report["bound"], str):
+        return ".bound", "text or null", report["bound"]
+    links = report.get("links", [])
+    if not isinstance(links, list):
+        return ".links", "a list of links", links
+    for n, link in enumerate(links):
+        if not isinstance(link, dict) or not isinstance(link.get("name"), str):
+            return f".links[{n}]", "a link {name, words_down, words_up, words, time}", link
+        for key in _LINK_NUMBERS:
+            if not _is_number(link.get(key)):
+                return f".links[{n}].{key}", "a number", link.get(key)
+    return None
+
+
+def _checked_row(path: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """The stored row with its JSON columns parsed; a value the exports could not use (a damaged row: edited by
+    hand, written by another program) is one SpecError naming the database, the case and the column."""
+    case_id = row.get("case_id")
+
+    def damaged(column: str, expected: str, got: Any) -> SpecError:
+        case = case_id if isinstance(case_id, str) else short_repr(case_id, GOT_LIMIT)
+        return SpecError(str(path), f"case {case}: column {column}", "", detail=f"expected {expected}, got "
+                         f"{short_repr(got, GOT_LIMIT)} (a damaged row); move the file away to start afresh, or "
+                         "give another output directory")
+
+    if not isinstance(case_id, str) or not case_id:
+        raise damaged("case_id", "the case's id (text)", case_id)
+    if row.get("status") not in _STATUSES:
+        raise damaged("status", "one of " + ", ".join(_STATUSES), row.get("status"))
+    try:
+        params = _json(row.get("params"))
+    except ValueError:
+        params = row.get("params")
+        raise damaged("params", "a JSON object {path: value}", params) from None
+    if not isinstance(params, dict):
+        raise damaged("params", "a JSON object {path: value}", params)
+    row["params"] = params
+    if row.get("report") is not None:
+        try:
+            report = _json(row["report"])
+        except ValueError:
+            raise damaged("report", "a JSON object (the solve report) or null", row["report"]) from None
+        problem = _report_problem(report)
+        if problem is not None:
+            field, expected, got = problem
+            raise damaged("report" + field, expected, got)
+        row["report"] = report
+    for column in ("solve_seconds", "wall_seconds"):
+        value = row.get(column)
+        if value is not None and not (_is_number(value) and math.isfinite(value) and value >= 0):
+            raise damaged(column, "seconds (a number >= 0) or null", value)
+    for column in ("error", "schedule"):
+        if row.get(column) is not None and not isinstance(row[column], str):
+            raise damaged(column, "text or null", row[column])
+    if "solves" in row and (not isinstance(row["solves"], int) or row["solves"] < 0):
+        raise damaged("solves", "an int >= 0", row["solves"])
+    return row
 
 
 def _now() -> str:
@@ -202,7 +287,8 @@ class ResultStore:
             )
 
     def rows(self, case_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-        """case_id -> the stored row as a dict (JSON columns parsed)."""
+        """case_id -> the stored row as a dict (JSON columns parsed); a damaged row is one SpecError naming
+        the case and the column."""
         cur = self._db.execute("SELECT * FROM cases")
         names = [d[0] for d in cur.description]
         wanted = None if case_ids is None else set(case_ids)
@@ -211,9 +297,7 @@ class ResultStore:
             row = dict(zip(names, values))
             if wanted is not None and row["case_id"] not in wanted:
                 continue
-            row["params"] = json.loads(row["params"])
-            row["report"] = None if row["report"] is None else json.loads(row["report"])
-            out[row["case_id"]] = row
+            out[row["case_id"]] = _checked_row(self.path, row)
         return out
 
     def start_run(self, sweep: str, cases: int, skipped: int) -> int:

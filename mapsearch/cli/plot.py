@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapsearch.cli.paths import output_path
+from mapsearch.cli.paths import output_path, refuse_input_as_output
 from mapsearch.report.plots import PLOT_KINDS, load_rows, plot_rows
 
 __all__ = ["add_parser", "run"]
@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> None:
     results = Path(args.results)
     if results.is_dir():
         results = results / "results.jsonl"
+    refuse_input_as_output(args.output, [("RESULTS", str(results))])  # -o results.jsonl would replace the rows
     rows = load_rows(results)
     kind = args.kind
     out = Path(args.output) if args.output else results.parent / f"{kind or 'plot'}.png"

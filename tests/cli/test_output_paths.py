@@ -184,3 +184,15 @@ def test_export_refuses_what_replay_refuses(overflowing, capsys, fmt) -> None:
 def test_export_still_writes_a_schedule_replay_accepts(files, capsys) -> None:
     code, out, err = _run(["export", "s.json"], capsys)
     assert code == 0 and err == "" and out.startswith("#")
+
+
+def test_plot_refuses_to_write_over_its_results(tmp_path, capsys) -> None:
+    from mapsearch.cli import main
+
+    rows = tmp_path / "results.jsonl"
+    rows.write_text('{"status": "OPTIMAL", "time": 4, "words": 8}\n', encoding="utf-8")
+    before = rows.read_bytes()
+    assert main(["plot", str(tmp_path), "-o", str(rows)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mapsearch: -o: expected a path other than RESULTS ") and len(err.splitlines()) == 1
+    assert rows.read_bytes() == before

@@ -14,17 +14,55 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from mapsearch.characterize.graph import Model, Node, canonical_op, known_ops
+from mapsearch.characterize.graph import Model, Node, canonical_op, known_ops, op_kind
 from mapsearch.errors import MapsearchError, SpecError
 from mapsearch.spec import limits
 
 __all__ = ["MODEL_DIR", "builtin_names", "load_model", "model_from_dict"]
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
+MODEL_SCHEMA = Path(__file__).resolve().parent / "model.schema.json"
+
+# The attributes an op reads (by canonical op); an op not listed here reads none, and its attributes are not checked.
+# A conv's are read by graph.lower; a pool's are documentation (a pool is a bandwidth-only step).
+_ATTRS = {
+    "conv": ("kernel", "stride", "pad", "dilation", "groups"),
+    "linear": (),
+    "matmul": (),
+    "maxpool": ("kernel", "stride", "pad", "dilation"),
+    "avgpool": ("kernel", "stride", "pad", "dilation"),
+}
+# Ops whose output has the shape of each of their inputs.
+_SHAPE_KEEPING_KINDS = ("activation", "normalisation", "softmax")
+
+
+@lru_cache(maxsize=None)
+def _fields(*where: str) -> tuple[str, ...]:
+    """The field names the model schema allows at ``where`` (a path of ``properties`` / ``items`` keys)."""
+    node = json.loads(MODEL_SCHEMA.read_text(encoding="utf-8"))
+    for key in where:
+        node = node[key]
+    return tuple(node["properties"])
+
+
+def _check_keys(mapping: dict, known: tuple[str, ...], source: str, field: str, what: str = "field") -> None:
+    """Refuse a key not in ``known``: a misspelt field is otherwise silently ignored (``group`` for ``groups``)."""
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            expected = f"one of {', '.join(known)}" if known else "none"
+            from mapsearch.spec.reading import join_path
+
+            raise SpecError(source, join_path([str(key)], field), "",
+                            detail=f"unknown {what}{hint}; expected {expected}")
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -39,13 +77,18 @@ def model_from_dict(data: object, source: str) -> Model:
     and attributes agree (:func:`_check_einsum_node`): a table that would
     silently solve another layer than the one it describes is refused.
     """
+    if isinstance(data, dict):
+        _check_keys(data, _fields(), source, "")
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) or not data["nodes"]:
         raise SpecError(source, "nodes", "a non-empty list of {name, op, in, out}", data)
     nodes = []
     previous = ""
     names: dict[str, int] = {}
+    outs: dict[str, list] = {}
     for i, n in enumerate(data["nodes"]):
         field = f"nodes[{i}]"
+        if isinstance(n, dict):
+            _check_keys(n, _fields("properties", "nodes", "items"), source, field)
         if not isinstance(n, dict) or not {"name", "op", "in", "out"} <= set(n):
             raise SpecError(source, field, "{name, op, in: [[shape], ...], out: [shape]}", n)
         name = n["name"]
@@ -64,6 +107,14 @@ def model_from_dict(data: object, source: str) -> Model:
         attrs = n.get("attrs") or {}
         if not isinstance(attrs, dict):
             raise SpecError(source, f"{field}.attrs", "a mapping of attributes", attrs)
+        op = canonical_op(str(n["op"]))
+        if op in _ATTRS:
+            _check_keys(attrs, _ATTRS[op], source, f"{field}.attrs", f"attribute of a {op}")
+        if op_kind(op) in _SHAPE_KEEPING_KINDS:
+            for k, shape in enumerate(n["in"]):
+                if shape != n["out"]:
+                    raise SpecError(source, f"{field}.out", f"{shape}, the shape of in[{k}] (a {op} keeps its "
+                                    "input's shape)", n["out"])
         srcs = n.get("from")
         if srcs is None:
             srcs = [previous] * max(1, len(n["in"])) if len(n["in"]) <= 1 else None
@@ -78,10 +129,17 @@ def model_from_dict(data: object, source: str) -> Model:
             if src != "" and str(src) not in names:
                 raise SpecError(source, f"{field}.from[{j}]", "", detail=f"unknown producer {src!r}; expected '' "
                                 "(a model input) or the name of an earlier node")
+            if src != "" and n["in"][j] != outs[str(src)]:
+                raise SpecError(source, f"{field}.in[{j}]", f"{outs[str(src)]}, the output of its producer "
+                                f"{str(src)!r} (from[{j}])", n["in"][j])
         _check_einsum_node(canonical_op(str(n["op"])), n["in"], n["out"], attrs, source, field)
         nodes.append(Node(name, str(n["op"]), n["in"], n["out"], dict(attrs), list(srcs)))
         previous = name
         names[name] = i
+        outs[name] = n["out"]
+    from mapsearch.spec.schema import validate_against
+
+    validate_against(data, MODEL_SCHEMA, source)  # what the checks above leave: the types of name, description
     return Model(str(data.get("name") or Path(source).stem), nodes, source, str(data.get("description") or ""))
 
 
@@ -93,7 +151,7 @@ def _check_shapes(node: dict, source: str, field: str) -> None:
             raise SpecError(source, where, "a shape: a non-empty list of ints >= 1", shape)
         for d, x in enumerate(shape if isinstance(shape, list) else []):
             if isinstance(x, bool) or not isinstance(x, int) or x < 1:
-                raise SpecError(source, f"{where}[{d}]", "an int >= 1", limits.describe(x))
+                raise SpecError(source, f"{where}[{d}]", "an int >= 1", x)
             too_big = limits.extent_error(x)
             if too_big is not None:
                 raise SpecError(source, f"{where}[{d}]", "", detail=too_big)
@@ -138,8 +196,6 @@ def _check_einsum_node(op: str, ins: list, out: list, attrs: dict, source: str, 
     values = {}
     for key, default, least in (("kernel", 1, 1), ("stride", 1, 1), ("dilation", 1, 1), ("pad", 0, 0)):
         raw = attrs.get(key, [default] * axes)
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            raw = [raw] * axes
         ok = isinstance(raw, list) and len(raw) in ({axes, 2} if axes == 1 else {axes}) and all(
             isinstance(v, int) and not isinstance(v, bool) and v >= least for v in raw)
         if not ok:

@@ -40,6 +40,7 @@ from mapsearch.errors import MapsearchError, SpecError
 __all__ = ["Profile", "PROFILE_DIR", "profile_names", "load_profile", "profile_from_peer"]
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+PROFILE_SCHEMA = Path(__file__).resolve().parent / "profile.schema.json"
 
 
 @dataclass
@@ -151,9 +152,12 @@ def load_profile(name_or_path: str) -> Profile:
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(source, "", "a profile {name, clock_hz, word_bytes, architecture, energy_pj}", data)
-    for key in ("name", "clock_hz", "architecture", "energy_pj"):
-        if key not in data:
-            raise SpecError(source, key, "", detail="missing")
+    from mapsearch.spec.schema import validate_against
+
+    # The profile's own fields by its schema (unknown keys, types); the architecture is checked below, by the
+    # architecture's schema, so that its errors read as in an architecture file (a preset name stands in).
+    checked = {**data, "architecture": ""} if "architecture" in data else data
+    validate_against(checked, PROFILE_SCHEMA, source)
     arch = data["architecture"]
     if isinstance(arch, str):
         from mapsearch.presets import resolve_architecture

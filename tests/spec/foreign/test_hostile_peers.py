@@ -55,7 +55,12 @@ def one_line(message: str, path, field: str) -> None:
     ("version: 0.4", "version: 0.3", "problem.version", "expected 0.4"),
 ])
 def test_timeloop_problem_refusals(tmp_path, old, new, field, expected):
-    path = mutated(tmp_path, TL_PROBLEM, old, new)
+    workload_refused(tmp_path, TL_PROBLEM, old, new, field, expected)
+
+
+def workload_refused(tmp_path, base, old, new, field, expected):
+    """The workload file ``base`` with ``old`` replaced by ``new`` is refused in one line naming ``field``."""
+    path = mutated(tmp_path, base, old, new)
     with pytest.raises(SpecError) as e:
         load_foreign_workload(path)
     one_line(str(e.value), path, field)
@@ -143,11 +148,7 @@ def test_the_unmutated_timeloop_design_still_reads():
     ("operator_type: Gemm", "operator_type: 5", "[0].operator_type", "expected a name"),
 ])
 def test_zigzag_workload_refusals(tmp_path, old, new, field, expected):
-    path = mutated(tmp_path, ZZ_LAYER, old, new)
-    with pytest.raises(SpecError) as e:
-        load_foreign_workload(path)
-    one_line(str(e.value), path, field)
-    assert expected in str(e.value)
+    workload_refused(tmp_path, ZZ_LAYER, old, new, field, expected)
 
 
 def test_zigzag_operator_type_is_a_label_and_an_earlier_source_is_a_cut_out_layer(tmp_path):

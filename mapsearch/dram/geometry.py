@@ -15,6 +15,15 @@ bank). The most significant field takes every bit above the others.
 
 Costs (clocks of the DRAM command clock, ``tck_ns``): a hit ``CL``, a miss
 ``RCD + CL``, a conflict ``RP + RCD + CL`` unless given explicitly.
+
+Geometry limits (:data:`MAX_GEOMETRY`): every size is a power of two at most
+``channels`` 2^10, ``ranks`` 2^6, ``bank_groups`` 2^6, ``banks`` 2^10 (and all
+banks together, ``channels * ranks * bank_groups * banks``, at most 2^16: the
+row-buffer machine keeps arrays of that length), ``rows`` 2^24, ``row_bytes``
+2^20, ``burst_bytes`` 2^20 and ``element_bytes`` 2^30; and the whole memory,
+``rows * row_bytes * banks in all``, at most 2^48 bytes (256 TiB), so that
+every address field fits a 64-bit address. Real parts are far below these
+(DDR5: 8 bank groups x 4 banks, 2^17 rows, 8 KiB rows); a larger value is a typo.
 """
 
 from __future__ import annotations
@@ -28,6 +37,17 @@ OPEN = "open"
 CLOSED = "closed"
 FIELDS = ("Ro", "Co", "Ch", "Ra", "Bg", "Ba")
 _COUNT_ATTR = {"Ch": "channels", "Ra": "ranks", "Bg": "bank_groups", "Ba": "banks"}
+# Sanity caps on the geometry (module docstring): each size, all banks together, the whole memory in bytes.
+MAX_GEOMETRY = {
+    "element_bytes": 2**30, "row_bytes": 2**20, "burst_bytes": 2**20, "channels": 2**10, "ranks": 2**6,
+    "bank_groups": 2**6, "banks": 2**10, "rows": 2**24,
+}
+MAX_BANKS_IN_ALL = 2**16
+MAX_CAPACITY_BYTES = 2**48
+
+
+def _pow2_text(n: int) -> str:
+    return f"2^{n.bit_length() - 1}"
 
 
 class DramSpecError(ValueError):
@@ -95,6 +115,18 @@ class DramSpec:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not _is_pow2(v):
                 raise DramSpecError(name, f"expected a power of two >= 1, got {v!r}")
+            cap = MAX_GEOMETRY[name]
+            if v > cap:
+                raise DramSpecError(name, f"expected a power of two from 1 to {_pow2_text(cap)} ({cap:,}), got {v:,}")
+        if self.n_banks > MAX_BANKS_IN_ALL:
+            raise DramSpecError("banks", f"expected channels * ranks * bank_groups * banks <= {_pow2_text(MAX_BANKS_IN_ALL)} "
+                                f"({MAX_BANKS_IN_ALL:,}), got {self.channels} * {self.ranks} * {self.bank_groups} * "
+                                f"{self.banks} = {self.n_banks:,}")
+        capacity = self.rows * self.row_bytes * self.n_banks
+        if capacity > MAX_CAPACITY_BYTES:
+            raise DramSpecError("rows", f"expected rows * row_bytes * banks in all <= {_pow2_text(MAX_CAPACITY_BYTES)} bytes "
+                                f"(256 TiB), got {self.rows:,} * {self.row_bytes:,} * {self.n_banks:,} = "
+                                f"{_pow2_text(capacity)} bytes")
         if self.burst_bytes > self.row_bytes:
             raise DramSpecError("burst_bytes", f"expected <= row_bytes ({self.row_bytes}), got {self.burst_bytes}")
         if self.policy not in (OPEN, CLOSED):
@@ -245,4 +277,4 @@ def simple_dram(row_bytes: int, element_bytes: int = 1, *, banks: int = 1, polic
     )
 
 
-__all__ = ["DramSpec", "DramSpecError", "PRESETS", "preset", "simple_dram", "parse_mapping", "OPEN", "CLOSED"]
+__all__ = ["DramSpec", "DramSpecError", "PRESETS", "MAX_GEOMETRY", "MAX_BANKS_IN_ALL", "MAX_CAPACITY_BYTES", "preset", "simple_dram", "parse_mapping", "OPEN", "CLOSED"]

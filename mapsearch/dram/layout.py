@@ -176,7 +176,9 @@ class Layouts:
 
     Tensors not given a layout are row-major. Bases not given are packed in
     workload order (inputs, then the output), each aligned to the DRAM's row
-    stride so that two tensors never share a row.
+    stride so that two tensors never share a row. Two tensors' footprints
+    (base to end, padding included) never overlap: a LayoutError names the
+    later tensor's base and both tensors.
     """
 
     def __init__(self, workload: Workload, dram: DramSpec, specs: Mapping[str, LayoutSpec] | None = None):
@@ -199,6 +201,12 @@ class Layouts:
             if base + p.size_bytes > MAX_END:
                 raise LayoutError(f"layouts.{t}", f"the tensor's {p.size_bytes:,} bytes from base {base:,} end beyond "
                                   f"byte 2^62 (the trace's addresses are 64-bit)")
+            for u, q in self.placements.items():
+                if base < q.base + q.size_bytes and q.base < base + p.size_bytes:
+                    raise LayoutError(
+                        f"layouts.{t}.base", f"{t} at bytes {base:,}..{base + p.size_bytes - 1:,} overlaps {u} at bytes "
+                        f"{q.base:,}..{q.base + q.size_bytes - 1:,}; expected disjoint address ranges (e.g. {t} at a base "
+                        f">= {q.base + q.size_bytes:,}, or no base: packed after the others)")
             self.placements[t] = p
             nxt = max(nxt, base + p.size_bytes)
         self.end = nxt

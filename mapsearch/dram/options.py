@@ -28,6 +28,28 @@ def _err(source: str, field: str, detail: str) -> SpecError:
     return SpecError(source, field, "", None, detail=" ".join(detail.split()))
 
 
+_ORDER_EXPECTED = "'layout', 'nest', a list of dimensions, or a mapping tensor -> one of those"
+
+
+def _check_order_types(order: object, source: str) -> None:
+    """``element_order`` is text, a list of dimension names, or a mapping tensor -> either; anything else is one line."""
+    def one(value: object, field: str, expected: str) -> None:
+        if isinstance(value, str):
+            return
+        if isinstance(value, (list, tuple)):
+            for i, d in enumerate(value):
+                if not isinstance(d, str):
+                    raise SpecError(source, f"{field}[{i}]", "a dimension name", d)
+            return
+        raise SpecError(source, field, expected, value)
+
+    if isinstance(order, Mapping):
+        for t, value in order.items():
+            one(value, f"element_order.{t}", "'layout', 'nest' or a list of dimensions")
+    else:
+        one(order, "element_order", _ORDER_EXPECTED)
+
+
 @dataclass
 class TraceOptions:
     dram: DramSpec
@@ -38,6 +60,7 @@ class TraceOptions:
 
 def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: str = "<options>",
                   dram_override: DramSpec | None = None) -> TraceOptions:
+    data_given = data is not None
     data = dict(data or {})
     for key in data:
         if key not in ("dram", "layouts", "element_order", "dram_level"):
@@ -45,7 +68,8 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     own = dram_from_dict(data.get("dram"), source, "dram")  # checked even where --dram overrides it
     dram = dram_override or own or getattr(schedule.architecture, "dram", None)
     if dram is None:
-        raise _err(source, "dram", "no DRAM: give the architecture a dram: entry, a dram: entry here, or --dram PRESET")
+        here = "a dram: entry here" if data_given else "an options file (--layouts) with a dram: entry"
+        raise _err(source, "dram", f"no DRAM: give the architecture a dram: entry, {here}, or --dram PRESET")
     level = data.get("dram_level", 0)
     if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level < schedule.architecture.depth - 1:
         raise _err(source, "dram_level", f"expected a level index 0..{schedule.architecture.depth - 2}, got {level!r}")
@@ -57,7 +81,10 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
         layouts = Layouts(schedule.workload, dram, specs)
     except LayoutError as e:
         raise _err(source, e.field, e.detail) from None
-    order = data.get("element_order", "layout")
+    order = data.get("element_order")
+    if order is None:
+        order = "layout"  # as with layouts: null and dram: null, an empty entry is the default
+    _check_order_types(order, source)
     try:
         _normalise_order(schedule, order)
     except ValueError as e:
@@ -66,10 +93,17 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     return TraceOptions(dram, layouts, order, level)
 
 
-def load_trace_options(schedule: Schedule, path: str | Path | None, dram_override: DramSpec | None = None) -> TraceOptions:
+def load_trace_options(schedule: Schedule, path: str | Path | None, dram_override: DramSpec | None = None,
+                       schedule_source: str | Path | None = None) -> TraceOptions:
+    """The options of ``path`` (a YAML file), or the defaults when ``path`` is None.
+
+    Without an options file an error names ``schedule_source`` (the schedule's
+    file), or says plainly that no options file was given.
+    """
     if path is None:
-        return trace_options(schedule, None, "<no options>", dram_override)
+        source = f"{schedule_source} (no options file)" if schedule_source is not None else "no options file given"
+        return trace_options(schedule, None, source, dram_override)
     data = read_yaml(path)
     if data is not None and not isinstance(data, Mapping):
         raise _err(str(path), "", "expected a mapping with layouts, element_order, dram")
-    return trace_options(schedule, data, str(path), dram_override)
+    return trace_options(schedule, {} if data is None else data, str(path), dram_override)  # an empty file: defaults

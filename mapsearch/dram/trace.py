@@ -35,21 +35,35 @@ def _pairs(chunks: Iterable) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield a, w
 
 
-def coalesce(chunks: Iterable, request_bytes: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Merge runs of consecutive accesses to one ``request_bytes``-aligned block (same direction) into one request."""
+def coalesce(chunks: Iterable, request_bytes: int) -> Iterator[tuple]:
+    """Merge runs of consecutive accesses to one ``request_bytes``-aligned block (same direction) into one request.
+
+    Chunks are ``(addresses, is_write)`` or ``(addresses, is_write, tensor)``; with the tensor index, a run
+    also ends where the tensor changes (two tensors' accesses are never one request, even where their
+    bytes share an aligned block), and each request keeps its tensor: ``(requests, is_write, tensor)``.
+    """
     if request_bytes < 1:
         raise ValueError(f"request_bytes: expected >= 1, got {request_bytes}")
-    prev_block, prev_w = None, None
-    for a, w in _pairs(chunks):
+    prev: tuple | None = None  # (block, is_write, tensor) of the last access of the previous chunk
+    for ch in chunks:
+        a = np.asarray(ch[0], _I64)
+        w = np.asarray(ch[1], bool)
+        t = np.asarray(ch[2]) if len(ch) > 2 and ch[2] is not None else None
         if len(a) == 0:
             continue
         block = a // request_bytes
         keep = np.ones(len(a), bool)
         keep[1:] = (block[1:] != block[:-1]) | (w[1:] != w[:-1])
-        if prev_block is not None and block[0] == prev_block and w[0] == prev_w:
+        if t is not None:
+            keep[1:] |= t[1:] != t[:-1]
+        first = (int(block[0]), bool(w[0]), None if t is None else int(t[0]))
+        if prev is not None and first == prev:
             keep[0] = False
-        prev_block, prev_w = int(block[-1]), bool(w[-1])
-        yield block[keep] * request_bytes, w[keep]
+        prev = (int(block[-1]), bool(w[-1]), None if t is None else int(t[-1]))
+        if t is None:
+            yield block[keep] * request_bytes, w[keep]
+        else:
+            yield block[keep] * request_bytes, w[keep], t[keep]
 
 
 def _lines(fmt: str, a: np.ndarray, w: np.ndarray, first: int, cycles_per_request: int, start_cycle: int) -> str:

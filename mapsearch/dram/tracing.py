@@ -19,11 +19,11 @@ import numpy as np
 
 from mapsearch.atomic import check_writable
 from mapsearch.dram.geometry import PRESETS, DramSpec
-from mapsearch.dram.layout import Layouts
+from mapsearch.dram.layout import LayoutError, Layouts
 from mapsearch.dram.options import load_trace_options
 from mapsearch.dram.rowbuffer import RowBuffer, RowStats
 from mapsearch.dram.trace import FORMATS, coalesce, write_trace
-from mapsearch.errors import MapsearchError, UsageError
+from mapsearch.errors import MapsearchError, SpecError, UsageError
 from mapsearch.schedule.json_io import load_schedule
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.dram_trace import address_chunks
@@ -77,19 +77,26 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
         raise UsageError(name("element_bytes"), f"a power of two in 1..{MAX_REQUEST_BYTES:,} (2^30)", element_bytes)
     if output is not None:
         check_writable(output)  # before the trace is computed, not after
+    schedule_source = None
     if not isinstance(schedule, Schedule):
+        schedule_source = str(schedule)
         schedule = load_schedule(schedule)
     override = None
     if dram is not None:
         if dram.lower() not in PRESETS:
             raise UsageError(name("dram"), "one of " + ", ".join(sorted(PRESETS)), dram)
         override = PRESETS[dram.lower()]
-    opts = load_trace_options(schedule, options, override)
+    opts = load_trace_options(schedule, options, override, schedule_source)
     spec = opts.dram
     layouts = opts.layouts
     if element_bytes is not None:
         spec = spec.with_(element_bytes=element_bytes)
-        layouts = Layouts(schedule.workload, spec, {t: p.spec for t, p in layouts.placements.items()})
+        try:
+            layouts = Layouts(schedule.workload, spec, {t: p.spec for t, p in layouts.placements.items()})
+        except LayoutError as e:  # given bases that the wider elements push into each other (or past 2^62)
+            where = str(options) if options is not None else (schedule_source or "the schedule's layouts")
+            raise SpecError(where, e.field, "", None,
+                            detail=f"{e.detail} (with {name('element_bytes')} {element_bytes})") from None
     order = opts.element_order if element_order is None else element_order
     rb = RowBuffer(spec, schedule.workload.tensor_names)
     counted = {"addresses": 0}
@@ -101,7 +108,7 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
                 counted["addresses"] += len(ch.addresses)
                 if request_bytes is None:
                     rb.feed(ch.addresses, ch.is_write, ch.tensor)
-                yield ch.addresses, ch.is_write
+                yield ch.addresses, ch.is_write, ch.tensor
         except ValueError as e:
             raise MapsearchError(str(e)) from None
 
@@ -115,13 +122,14 @@ def trace(schedule: Schedule | str | Path, output: str | Path | None = None, *, 
         except OSError as e:
             raise MapsearchError(f"{output}: cannot write: {e.strerror or e}") from None
     else:
-        for a, _ in source:
+        for a, *_ in source:
             requests += len(a)
     return TraceResult(spec, counted["addresses"], requests, time.perf_counter() - start, rb.stats(),
                        None if output is None else str(output))
 
 
 def _counted(chunks: Iterable, rb: RowBuffer) -> Iterator:
-    for a, w in chunks:
-        rb.feed(a, w)
-        yield a, w
+    """Feed each merged request to the row buffer under its own tensor (coalesce keeps the tensor index)."""
+    for a, w, t in chunks:
+        rb.feed(a, w, t)
+        yield a, w, t

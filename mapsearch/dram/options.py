@@ -28,28 +28,6 @@ def _err(source: str, field: str, detail: str) -> SpecError:
     return SpecError(source, field, "", None, detail=" ".join(detail.split()))
 
 
-_ORDER_EXPECTED = "'layout', 'nest', a list of dimensions, or a mapping tensor -> one of those"
-
-
-def _check_order_types(order: object, source: str) -> None:
-    """``element_order`` is text, a list of dimension names, or a mapping tensor -> either; anything else is one line."""
-    def one(value: object, field: str, expected: str) -> None:
-        if isinstance(value, str):
-            return
-        if isinstance(value, (list, tuple)):
-            for i, d in enumerate(value):
-                if not isinstance(d, str):
-                    raise SpecError(source, f"{field}[{i}]", "a dimension name", d)
-            return
-        raise SpecError(source, field, expected, value)
-
-    if isinstance(order, Mapping):
-        for t, value in order.items():
-            one(value, f"element_order.{t}", "'layout', 'nest' or a list of dimensions")
-    else:
-        one(order, "element_order", _ORDER_EXPECTED)
-
-
 @dataclass
 class TraceOptions:
     dram: DramSpec
@@ -84,7 +62,6 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
     order = data.get("element_order")
     if order is None:
         order = "layout"  # as with layouts: null and dram: null, an empty entry is the default
-    _check_order_types(order, source)
     try:
         _normalise_order(schedule, order)
     except ValueError as e:

@@ -82,7 +82,11 @@ def nest_order(schedule: Schedule, level: int) -> tuple[str, ...]:
 
 def _normalise_order(schedule: Schedule, element_order: ElementOrder) -> dict[str, Union[str, tuple[str, ...]]]:
     wl = schedule.workload
-    if isinstance(element_order, str) or not isinstance(element_order, Mapping):
+    if not isinstance(element_order, (str, list, tuple, Mapping)):
+        raise ValueError("element_order: expected 'layout', 'nest', a list of dimensions, or a mapping tensor -> one "
+                         f"of those, got {element_order!r}")
+    whole = not isinstance(element_order, Mapping)  # one order for every tensor: errors name element_order itself
+    if whole:
         per = {t: element_order for t in wl.tensor_names}
     else:
         for t in element_order:
@@ -96,8 +100,13 @@ def _normalise_order(schedule: Schedule, element_order: ElementOrder) -> dict[st
                 raise ValueError(f"element_order.{t}: expected 'layout', 'nest' or a list of dimensions, got {o!r}")
             out[t] = o
             continue
+        field = "element_order" if whole else f"element_order.{t}"
+        if not isinstance(o, (list, tuple)):
+            raise ValueError(f"{field}: expected 'layout', 'nest' or a list of dimensions, got {o!r}")
         o = tuple(o)
-        for d in o:
+        for i, d in enumerate(o):
+            if not isinstance(d, str):
+                raise ValueError(f"{field}[{i}]: expected a dimension name, got {d!r}")
             if d not in wl.dims:
                 raise ValueError(f"element_order.{t}: unknown dimension {d!r}; expected some of {', '.join(wl.dims)}")
         if len(set(o)) != len(o):

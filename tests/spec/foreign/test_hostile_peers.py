@@ -40,6 +40,13 @@ def arch_error(tmp_path, original, old, new, workload) -> tuple[str, str]:
     return str(path), str(e.value)
 
 
+def arch_refused(tmp_path, original, workload_file, old, new, field, expected) -> None:
+    """The architecture ``original`` with ``old`` replaced by ``new`` is refused in one line naming ``field``."""
+    path, message = arch_error(tmp_path, original, old, new, load_foreign_workload(workload_file))
+    one_line(message, path, field)
+    assert expected in message
+
+
 def one_line(message: str, path, field: str) -> None:
     assert "\n" not in message
     assert message.startswith(f"{path}: {field}: "), message
@@ -114,10 +121,7 @@ def test_unknown_instance_keys_stay_a_documented_note(tmp_path):
      "got 'Z'"),
 ])
 def test_timeloop_arch_refusals(tmp_path, old, new, field, expected):
-    workload = load_foreign_workload(TL_PROBLEM)
-    path, message = arch_error(tmp_path, TL_ARCH, old, new, workload)
-    one_line(message, path, field)
-    assert expected in message
+    arch_refused(tmp_path, TL_ARCH, TL_PROBLEM, old, new, field, expected)
 
 
 def test_a_constraint_factor_naming_an_unknown_dimension_is_refused(tmp_path):
@@ -165,10 +169,7 @@ def test_zigzag_operator_type_is_a_label_and_an_earlier_source_is_a_cut_out_laye
      "expected bits per cycle <= 2^62"),
 ])
 def test_zigzag_arch_refusals(tmp_path, old, new, field, expected):
-    workload = load_foreign_workload(ZZ_LAYER)
-    path, message = arch_error(tmp_path, ZZ_ARCH, old, new, workload)
-    one_line(message, path, field)
-    assert expected in message
+    arch_refused(tmp_path, ZZ_ARCH, ZZ_LAYER, old, new, field, expected)
 
 
 # --- AccelForge ------------------------------------------------------------------------------------------------

@@ -61,12 +61,15 @@ def replay(schedule: Schedule | FusedSchedule, mode: str = "events", **options: 
     return replay_function(mode)(schedule, **options)
 
 
-def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str = "events", **options) -> UnfusedResult:
+def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str = "events",
+                   walk: Callable[[Schedule], ReplayResult] | None = None, **options) -> UnfusedResult:
     """Run ``stages[e]`` (einsum ``e`` alone) one after the other with the single-einsum replay of ``mode``.
 
     Every intermediate must be homed at the top in the stages that use it
     (materialized whole, written up, read back). In data modes each stage is
     checked against numpy on its own random inputs; ``data_ok`` is their conjunction.
+    ``walk`` replays one stage in ``mode`` instead of :func:`replay` (a caller's
+    cache of walks, solve/chain_replay.py); it must return what ``replay`` would.
     """
     if len(stages) != len(graph.einsums):
         raise ScheduleError(f"stages: expected one stage per einsum ({len(graph.einsums)}), got {len(stages)}")
@@ -80,7 +83,7 @@ def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str =
             if t in st.workload.tensor_names and st.home(t) != 0:
                 raise ScheduleError(f"stages[{e}].homes.{t}: an unfused intermediate is materialized at the top "
                                     f"{arch.levels[0].name}, got {arch.levels[st.home(t)].name}")
-    results = tuple(replay(st, mode, **options) for st in stages)
+    results = tuple(replay(st, mode, **options) if walk is None else walk(st) for st in stages)
     figures = sum_figures(graph, [r.figures for r in results], arch)
     time = sum((r.figures.time for r in results), Fraction(0))
     oks = [r.data_ok for r in results]

@@ -7,19 +7,22 @@ returned and collects one :class:`StageCheck` per schedule;
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from mapsearch.schedule.canonical import canonical_form, rename_figures
 from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.schedule import Schedule
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import SimulatorError, WalkTooLong
+from mapsearch.sim.fused import UnfusedResult
 from mapsearch.sim.fused_count import fused_count_tiles
 from mapsearch.sim.replay import replay, replay_unfused
 from mapsearch.sim.stop import ReplayInterrupted
 from mapsearch.solve.chain import ChainResult, UnfusedOutcome
 from mapsearch.spec.reading import fraction_to_json
+from mapsearch.spec.workload import WorkloadGraph
 
 __all__ = ["StageCheck", "ChainReplay", "replay_checks", "duration_text", "FUSED_TILES_PER_SECOND", "INTERRUPTED"]
 
@@ -110,12 +113,19 @@ def replay_checks(result: ChainResult, mode: str, max_cells: int | None = None, 
 class _Walks:
     """``replay`` in one mode, each distinct schedule once: a materialized option's stages are often the unfused
     ones (a chain without intermediates: MobileNet-V3's 65 einsums on AccelForge's ``simple``, 192 walks and 27 s
-    for 65 schedules)."""
+    for 65 schedules).
+
+    In count mode a single-einsum schedule is walked once per schedule *up to renaming*
+    (:func:`mapsearch.schedule.canonical.canonical_form`): a chain of einsums that are renamed copies of each
+    other (``T_i[m,n_i] += T_(i-1)[m,n_(i-1)] * W_i[n_(i-1),n_i]``) walks one stage and names its figures back
+    for each of the others. Data modes carry each tensor's own values: every schedule is walked there.
+    """
 
     def __init__(self, mode: str, options: dict):
         self.mode = mode
         self.options = options  # max_cells: it bounds the walk of one einsum
         self.done: dict = {}
+        self.shared: dict = {}  # count mode: canonical schedule -> its replay in canonical names
         self.interrupted = False  # a walk was stopped (Ctrl-C): no other walk starts
 
     def _go_on(self) -> None:
@@ -125,15 +135,31 @@ class _Walks:
     def __call__(self, schedule: Schedule | FusedSchedule) -> ReplayResult:
         self._go_on()
         if schedule not in self.done:
-            options = {} if isinstance(schedule, FusedSchedule) else self.options
-            self.done[schedule] = replay(schedule, mode=self.mode, **options)
+            self.done[schedule] = self._replay(schedule)
         return self.done[schedule]
 
-    def unfused(self, graph, stages: list[Schedule]):
+    def _replay(self, schedule: Schedule | FusedSchedule) -> ReplayResult:
+        if isinstance(schedule, FusedSchedule):
+            return replay(schedule, mode=self.mode)
+        form = canonical_form(schedule) if self.mode == "count" else None
+        if form is None:
+            return replay(schedule, mode=self.mode, **self.options)
+        shared = self.shared.get(form.key)
+        if shared is None:
+            # A walk that raises is not shared: each schedule raises its own error, with its own names.
+            r = replay(schedule, mode=self.mode, **self.options)
+            figures = rename_figures(r.figures, dict(form.tensors))
+            if figures is None:
+                return r
+            shared = self.shared[form.key] = replace(r, figures=figures)
+        figures = rename_figures(shared.figures, form.own_tensor)
+        return replay(schedule, mode=self.mode, **self.options) if figures is None else replace(shared, figures=figures)
+
+    def unfused(self, graph: WorkloadGraph, stages: list[Schedule]) -> UnfusedResult:
+        """``replay_unfused(graph, stages, mode)`` with its stages walked through this cache (its checks and sums
+        are its own)."""
         self._go_on()
-        run = replay_unfused(graph, stages, self.mode, **self.options)
-        self.done.update(zip(stages, run.stages))
-        return run
+        return replay_unfused(graph, stages, self.mode, walk=self)
 
 
 def _check(name: str, option: str, schedule: Schedule | FusedSchedule, walk: _Walks,

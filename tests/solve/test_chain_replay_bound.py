@@ -145,5 +145,6 @@ def test_each_distinct_schedule_is_walked_once(monkeypatch) -> None:
     monkeypatch.setattr(chain_replay, "replay", lambda s, **kw: walked.append(s) or replay(s, **kw))
     checks = chain_replay.replay_checks(result, "count")
     assert checks.ok and len(checks.checks) == 1 + 6  # the best fused schedule, then every stage of the 3 options
-    # The unfused stages walk in replay_unfused; materialized at L1 and at L0 are the same two schedules here.
-    assert len(set(stages)) == 2 and walked == [result.best_fused().schedule]
+    # Each distinct schedule walks once: the fused one, then the two unfused stages; materialized at L1 and at L0
+    # are the same two schedules here.
+    assert len(set(stages)) == 2 and walked == [result.best_fused().schedule] + stages[:2]

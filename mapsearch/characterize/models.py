@@ -25,7 +25,7 @@ from mapsearch.characterize.graph import Model, Node, canonical_op, known_ops, o
 from mapsearch.errors import MapsearchError, SpecError
 from mapsearch.spec import limits
 
-__all__ = ["MODEL_DIR", "builtin_names", "load_model", "model_from_dict"]
+__all__ = ["MODEL_DIR", "NAME_EXPECTED", "builtin_names", "check_name", "load_model", "model_from_dict"]
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
 MODEL_SCHEMA = Path(__file__).resolve().parent / "model.schema.json"
@@ -41,6 +41,24 @@ _ATTRS = {
 }
 # Ops whose output has the shape of each of their inputs.
 _SHAPE_KEEPING_KINDS = ("activation", "normalisation", "softmax")
+
+
+NAME_BYTES = 200  # a name is part of file names (at most 255 bytes each on most file systems)
+NAME_EXPECTED = (f"a non-empty name of printable characters, at most {NAME_BYTES} bytes in UTF-8, without '/', '\\' "
+                 "or '..' (it names output files and directories)")
+
+
+def check_name(name: str, source: str, field: str = "name") -> str:
+    """``name`` if it is safe as part of a file name, else a SpecError naming ``source`` and ``field``.
+
+    A model's name names the default output directory (``characterize-<model>``) and a profile's the chain
+    pairs' schedule files (``chains/<pair>-<profile>.json``): an empty name, a path separator, ``..`` or a
+    control character (a newline would also break the one-line tables) could write elsewhere, or nowhere.
+    """
+    if (not name.strip() or not name.isprintable() or len(name.encode("utf-8")) > NAME_BYTES or "/" in name
+            or "\\" in name or ".." in name):
+        raise SpecError(source, field, NAME_EXPECTED, name)
+    return name
 
 
 @lru_cache(maxsize=None)
@@ -140,7 +158,8 @@ def model_from_dict(data: object, source: str) -> Model:
     from mapsearch.spec.schema import validate_against
 
     validate_against(data, MODEL_SCHEMA, source)  # what the checks above leave: the types of name, description
-    return Model(str(data.get("name") or Path(source).stem), nodes, source, str(data.get("description") or ""))
+    name = data["name"] if data.get("name") is not None else Path(source).stem  # no name: the file's
+    return Model(check_name(str(name), source), nodes, source, str(data.get("description") or ""))
 
 
 def _check_shapes(node: dict, source: str, field: str) -> None:
@@ -226,7 +245,7 @@ def load_model(spec: str, input_shapes: Sequence[Sequence[int]] | None = None) -
             raise MapsearchError(f"{spec}: no such file")
         from mapsearch.characterize.onnx_import import load_onnx
 
-        return load_onnx(path)
+        return _named(load_onnx(path), spec)  # named by the file
     if path.suffix in (".yaml", ".yml") and path.exists():
         from mapsearch.spec.reading import read_yaml
 
@@ -239,6 +258,11 @@ def load_model(spec: str, input_shapes: Sequence[Sequence[int]] | None = None) -
     if ":" in spec:
         from mapsearch.characterize.torch_import import load_torch
 
-        return load_torch(spec, input_shapes)
+        return _named(load_torch(spec, input_shapes), spec)  # named by the callable
     raise MapsearchError(f"{spec}: not a built-in model ({', '.join(builtin_names())}), a .onnx or .yaml file, "
                          "or a PyTorch module:callable")
+
+
+def _named(model: Model, source: str) -> Model:
+    check_name(model.name, source)
+    return model

@@ -35,6 +35,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from mapsearch.characterize.models import check_name
 from mapsearch.errors import MapsearchError, SpecError
 
 __all__ = ["Profile", "PROFILE_DIR", "profile_names", "load_profile", "profile_from_peer"]
@@ -174,7 +175,7 @@ def load_profile(name_or_path: str) -> Profile:
     word_bytes = data.get("word_bytes", 2)
     if isinstance(word_bytes, bool) or not isinstance(word_bytes, int) or not 1 <= word_bytes <= 64:
         raise SpecError(source, "word_bytes", "an int from 1 to 64", word_bytes)
-    profile = Profile(str(data["name"]), arch_dict, _number(data["clock_hz"], source, "clock_hz", "Hz > 0", None),
+    profile = Profile(check_name(str(data["name"]), source), arch_dict, _number(data["clock_hz"], source, "clock_hz", "Hz > 0", None),
                       word_bytes, links, _number(energy.get("mac", 0.0), source, "energy_pj.mac", "pJ >= 0", 0),
                       data.get("preset"), list(data.get("citations") or []), source,
                       None if data.get("stand_in_for") is None else str(data["stand_in_for"]))
@@ -236,5 +237,5 @@ def profile_from_peer(path: str | Path) -> Profile:
         links[name] = float(down * scale)
     mac = float(arch.energy.mac * scale) if arch.energy else 0.0
     bits = 8
-    return Profile(fa.tree.name, architecture_to_dict(arch), float(fa.clock_hz), max(1, bits // 8), links, mac,
+    return Profile(check_name(fa.tree.name, source), architecture_to_dict(arch), float(fa.clock_hz), max(1, bits // 8), links, mac,
                    None, [f"translated from {source} ({fa.format})"], source)

@@ -15,10 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from mapsearch.atomic import write_text_atomic
+from mapsearch.characterize.chains import CACHE_NAME
 from mapsearch.characterize.run import CHAIN_KEYS, LAYER_KEYS, TOTAL_KEYS, Characterization
 from mapsearch.report.plots import plot_roofline
+from mapsearch.sweep.export import WRITTEN as SWEEP_WRITTEN
 
-__all__ = ["totals_table", "layers_table", "chains_table", "write_outputs", "roofline"]
+__all__ = ["totals_table", "layers_table", "chains_table", "write_outputs", "roofline", "TABLES", "ROOFLINE_NAME",
+           "WRITTEN"]
+
+# The tables :func:`write_outputs` writes, by the key of the paths it returns.
+TABLES = {"layers_csv": "layers.csv", "layers_json": "layers.json", "totals_csv": "totals.csv",
+          "totals_json": "totals.json", "chains_csv": "chains.csv", "chains_json": "chains.json"}
+ROOFLINE_NAME = "roofline.png"  # ``mapsearch characterize`` draws :func:`roofline` there (unless --no-plot)
+# Everything a characterization writes in its output directory (a name ending in / is a folder of files): the
+# sweep's files (its layers are solved as a sweep), the tables, the chain pairs' cache and schedule files
+# (mapsearch/characterize/run.py: DIR/chains/<pair>-<profile>.json) and the roofline.
+# ``mapsearch characterize`` refuses an --out that would replace an input.
+WRITTEN: tuple[str, ...] = SWEEP_WRITTEN + tuple(TABLES.values()) + (CACHE_NAME, "chains/", ROOFLINE_NAME)
+
 
 def _num(x: Any, kind: str = "g") -> str:
     if x is None:
@@ -118,8 +132,7 @@ def _csv(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> str:
 def write_outputs(result: Characterization, out: Path) -> dict[str, Path]:
     """The CSV and JSON tables in ``out``; the roofline is :func:`roofline` (it needs matplotlib)."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"layers_csv": out / "layers.csv", "layers_json": out / "layers.json", "totals_csv": out / "totals.csv",
-             "totals_json": out / "totals.json", "chains_csv": out / "chains.csv", "chains_json": out / "chains.json"}
+    paths = {key: out / name for key, name in TABLES.items()}
     chains = [{**c, "candidates": json.dumps(c["candidates"], separators=(",", ":"))
                if c["candidates"] is not None else None} for c in result.chains]
     write_text_atomic(paths["chains_csv"], _csv(chains, CHAIN_KEYS))

@@ -21,18 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from mapsearch import api
-from mapsearch.characterize.report import chains_table, layers_table, roofline, totals_table
+from mapsearch.characterize.report import ROOFLINE_NAME, chains_table, layers_table, roofline, totals_table
 from mapsearch.cli.exits import EXIT_INTERRUPTED, EXIT_MISMATCH, CommandFailed
 from mapsearch.cli.paths import output_directory, refuse_inputs_in_directory
 from mapsearch.cli.progress import progress_printer
-from mapsearch.cli.sweep import WRITTEN as SWEEP_WRITTEN
 from mapsearch.errors import MapsearchError, UsageError
 
-__all__ = ["WRITTEN", "add_parser", "run"]
-
-# What characterize writes in its --out DIR: the sweep's files and its own (a name ending in / is a folder).
-WRITTEN = SWEEP_WRITTEN + ("layers.csv", "layers.json", "totals.csv", "totals.json", "chains.csv", "chains.json",
-                           "chain_cache.json", "chains/", "roofline.png")
+__all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> None:
@@ -59,7 +54,7 @@ def run(args: argparse.Namespace) -> None:
     profiles = [api.load_profile(p) for p in args.profiles]
     out = Path(args.out) if args.out else Path(f"characterize-{model.name}")
     inputs = [("MODEL", args.model)] + [("PROFILE", p) for p in args.profiles]
-    refuse_inputs_in_directory(out, WRITTEN, inputs)  # --out must replace no input
+    refuse_inputs_in_directory(out, api.CHARACTERIZE_WRITTEN, inputs)  # --out must replace no input
     api.check_out_directory(out, "--out")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}
     plan: list[api.CharacterizeStart] = []
@@ -93,7 +88,7 @@ def run(args: argparse.Namespace) -> None:
     paths = dict(result.tables)
     if not args.no_plot:
         try:
-            paths["roofline"] = roofline(result, profiles, out / "roofline.png")
+            paths["roofline"] = roofline(result, profiles, out / ROOFLINE_NAME)
         except MapsearchError as e:
             print(f"mapsearch: characterize: no roofline: {e}", file=sys.stderr)
     by_profile: dict[str, list] = {}

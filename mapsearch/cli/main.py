@@ -24,8 +24,10 @@ infeasible problem or any other deliberate error
 3 ``solve`` found no schedule within its time limit; 130 interrupted (Ctrl-C:
 ``solve`` reports and, with ``-o``, writes the best schedule so far after the
 first, a second aborts with nothing written; ``sweep`` and ``characterize``
-keep what finished and record what was running as interrupted). A usage
-error is one line too.
+keep what finished and record what was running as interrupted); 141 the
+reader of stdout went away (``mapsearch trace ... | head -1``: the program
+ends quietly, as one that SIGPIPE ended: 128 + 13). A usage error is one
+line too.
 :func:`main` is the one place that turns a failure into an exit code
 (:mod:`mapsearch.cli.exits`); each command lives in its own module.
 """
@@ -34,11 +36,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import select
 import sys
 from typing import NoReturn, Sequence
 
 from mapsearch.cli import characterize, export, plot, replay, solve, sweep, trace
-from mapsearch.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, CommandFailed
+from mapsearch.cli.exits import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT_CLOSED, EXIT_TIMEOUT,
+                                 CommandFailed)
 from mapsearch.errors import Interrupted, MapsearchError, SolverTimeout
 from mapsearch.version import __version__
 
@@ -86,8 +91,48 @@ def _one_line(e: BaseException) -> str:
     return "mapsearch: " + (" ".join(_short_word(w) for w in str(e).split()) or type(e).__name__)
 
 
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe or socket whose reader has gone (poll reports an error or a hang-up on it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), or stdout is no file (a test's capture)
+        return False
+
+
+def _output_closed(e: BrokenPipeError) -> int:
+    """The reader of an output went away. Stdout's (``| head -1``): end quietly, as Python's ``signal``
+    documentation says ("Note on SIGPIPE"): point stdout at devnull, so that the interpreter's last flush of what
+    is still buffered does not fail again at exit, and exit non-zero. Another pipe's (``-o`` a FIFO): one line."""
+    if _stdout_gone():
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        log.debug("stdout closed by its reader; stopped")
+        return EXIT_OUTPUT_CLOSED
+    print(f"mapsearch: an output's reader went away: {_one_line(e).removeprefix('mapsearch: ')}", file=sys.stderr)
+    return EXIT_OUTPUT_CLOSED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code. The only place where a failure becomes one."""
+    """Run the command line; returns the exit code. The only place where a failure becomes one.
+
+    Whatever the command leaves buffered on stdout is flushed here, so that a closed stdout shows as a
+    ``BrokenPipeError`` here (exit 141, quietly) rather than at the interpreter's exit."""
+    try:
+        try:
+            code = _run(argv)
+        except SystemExit:  # argparse: --help, --version or a usage error, printed
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError as e:
+        return _output_closed(e)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     logging.basicConfig(

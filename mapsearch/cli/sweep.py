@@ -22,11 +22,7 @@ from mapsearch.cli.paths import output_directory, refuse_inputs_in_directory
 from mapsearch.cli.progress import progress_printer
 from mapsearch.errors import MapsearchError, UsageError
 
-__all__ = ["WRITTEN", "add_parser", "run"]
-
-# What a sweep writes in its --out DIR (a name ending in / is a folder of files).
-WRITTEN = ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm", "results.sqlite-journal", "results.jsonl",
-           "results.csv", "summary.txt", "schedules/", ".mapsearch.lock")
+__all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> None:
@@ -41,7 +37,7 @@ def run(args: argparse.Namespace) -> None:
     if work is not None:
         api.check_seconds("--work-limit", work, "deterministic seconds > 0")
     out = Path(args.out) if args.out else Path(f"{Path(args.sweep).stem}-results")
-    refuse_inputs_in_directory(out, WRITTEN, [("SWEEP.yaml", args.sweep)])  # --out must replace no input
+    refuse_inputs_in_directory(out, api.SWEEP_WRITTEN, [("SWEEP.yaml", args.sweep)])  # --out must replace no input
     api.check_out_directory(out, "--out")  # before the sweep file is read: the flags first
     api.check_scheduler(args.scheduler, "--scheduler")
     bar: dict[str, Any] = {"update": None, "close": lambda: None}

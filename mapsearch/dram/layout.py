@@ -322,6 +322,16 @@ def _spec_error(source: str, field: str, detail: str) -> SpecError:
     return SpecError(source, field, "", None, detail=" ".join(detail.split()))
 
 
+def placed_layouts(workload: Workload, dram: DramSpec, specs: Mapping[str, LayoutSpec], source: str) -> Layouts:
+    """:class:`Layouts` of ``specs`` in ``dram``; a layout that does not place (bases that overlap, an end beyond
+    2^62) is one SpecError naming ``source`` and the field (``layouts.W.base``). ``mapsearch trace --layouts``
+    and ``mapsearch solve --dram-layouts`` both refuse with it, in the same words."""
+    try:
+        return Layouts(workload, dram, specs)
+    except LayoutError as e:
+        raise _spec_error(source, e.field, e.detail) from None
+
+
 def layout_specs(workload, raw: object, source: str, field: str = "layouts") -> dict[str, LayoutSpec]:
     """``{tensor: layout mapping}`` -> specs; a bad entry is one SpecError naming ``source`` and the field."""
     raw = raw or {}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mapsearch.dram.geometry import DramSpec
-from mapsearch.dram.layout import LayoutError, Layouts, layout_specs
+from mapsearch.dram.layout import Layouts, layout_specs, placed_layouts
 from mapsearch.dram.spec import dram_from_dict
 from mapsearch.errors import SpecError
 from mapsearch.schedule.schedule import Schedule
@@ -55,10 +55,7 @@ def trace_options(schedule: Schedule, data: Mapping[str, Any] | None, source: st
         specs = dict(schedule.dram.layouts)  # the solver's choice
     else:
         specs = layout_specs(schedule.workload, data.get("layouts"), source)
-    try:
-        layouts = Layouts(schedule.workload, dram, specs)
-    except LayoutError as e:
-        raise _err(source, e.field, e.detail) from None
+    layouts = placed_layouts(schedule.workload, dram, specs, source)  # overlapping bases: one line, as solve says it
     order = data.get("element_order")
     if order is None:
         order = "layout"  # as with layouts: null and dram: null, an empty entry is the default

@@ -19,9 +19,17 @@ from typing import Any, Iterable, Sequence
 
 from mapsearch.errors import MapsearchError
 from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, Case
-from mapsearch.sweep.store import ResultStore
+from mapsearch.sweep.lock import LOCK_NAME
+from mapsearch.sweep.store import DB_FILES, ResultStore
 
-__all__ = ["result_rows", "export", "summary_text", "ROW_KEYS"]
+__all__ = ["result_rows", "export", "summary_text", "ROW_KEYS", "EXPORTS", "WRITTEN"]
+
+# The exports :func:`export` writes in the output directory, by the key of the paths it returns.
+EXPORTS = {"jsonl": "results.jsonl", "csv": "results.csv", "summary": "summary.txt", "schedules": "schedules"}
+# Everything a sweep writes in its output directory (a name ending in / is a folder of files): the database and
+# SQLite's files beside it, the lock, the exports. ``mapsearch sweep`` refuses an --out that would replace an input.
+WRITTEN: tuple[str, ...] = DB_FILES + (LOCK_NAME,) + tuple(
+    name + "/" if key == "schedules" else name for key, name in EXPORTS.items())
 
 ROW_KEYS = (
     "case_id", "workload", "architecture", "objective", "constraints", "params", "status", "error",
@@ -179,27 +187,26 @@ def summary_text(name: str, cases: Sequence[Case], rows: list[dict[str, Any]]) -
 def export(name: str, cases: Sequence[Case], store: ResultStore, out_dir: str | Path) -> dict[str, Path]:
     """Write ``results.jsonl``, ``results.csv``, ``schedules/<case_id>.json`` and ``summary.txt``."""
     out = Path(out_dir)
+    paths = {key: out / name for key, name in EXPORTS.items()}
     try:
-        (out / "schedules").mkdir(parents=True, exist_ok=True)
+        paths["schedules"].mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file there (check_out_directory refuses it before a sweep runs)
-        raise MapsearchError(f"{out / 'schedules'}: expected a directory (of schedule files), got a file; move it "
+        raise MapsearchError(f"{paths['schedules']}: expected a directory (of schedule files), got a file; move it "
                              "away, or give another output directory") from None
     except OSError as e:
-        raise MapsearchError(f"{out / 'schedules'}: cannot create: {e.strerror or e}") from None
+        raise MapsearchError(f"{paths['schedules']}: cannot create: {e.strerror or e}") from None
     rows = result_rows(cases, store)
-    paths = {"jsonl": out / "results.jsonl", "csv": out / "results.csv", "summary": out / "summary.txt",
-             "schedules": out / "schedules"}
     _atomic_write(paths["jsonl"], "".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))
     _atomic_write(paths["csv"], _csv_text(rows))
     stored = store.rows(c.case_id for c in cases)
     for case_id, row in stored.items():
-        target = out / "schedules" / f"{case_id}.json"
+        target = paths["schedules"] / f"{case_id}.json"
         if row["schedule"]:
             if not target.exists() or target.read_text(encoding="utf-8") != row["schedule"]:
                 _atomic_write(target, row["schedule"])
         elif target.exists():
             target.unlink()  # rerun without a schedule (e.g. it now fails): no stale file
-    _remove_stale_schedules(out / "schedules", {case_id for case_id, row in stored.items() if row["schedule"]})
+    _remove_stale_schedules(paths["schedules"], {case_id for case_id, row in stored.items() if row["schedule"]})
     _atomic_write(paths["summary"], summary_text(name, cases, rows))
     return paths
 

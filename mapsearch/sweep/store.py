@@ -30,9 +30,12 @@ from typing import Any, Iterable
 from mapsearch.errors import GOT_LIMIT, SpecError, short_repr
 from mapsearch.sweep.case import FAILED_STATUSES, INTERRUPTED, OK_STATUSES, Case
 
-__all__ = ["ResultStore", "DB_NAME"]
+__all__ = ["ResultStore", "DB_NAME", "DB_FILES"]
 
 DB_NAME = "results.sqlite"
+# The database and the files SQLite keeps beside it while it is open (WAL mode: -wal and -shm, removed at the last
+# close; -journal while the database is being created).
+DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -70,19 +70,25 @@ class ScheduleError(MapsearchError):
 
 
 class InfeasibleError(MapsearchError):
-    """The requirements cannot all hold; ``core`` names the ones that conflict."""
+    """The requirements cannot all hold; ``core`` names the ones that conflict.
 
-    def __init__(self, message: str, core: tuple[str, ...] = ()):
+    ``limits`` holds the user's tile limits (``spec.constraints.TileLimit``) that take part, where they are
+    known, so a message can name them in their file (``solve/explain.py``, ``with_core``).
+    """
+
+    def __init__(self, message: str, core: tuple[str, ...] = (), limits: tuple[object, ...] = ()):
         self.core = core
+        self.limits = limits
         super().__init__(message)
 
 
 class NoScheduleInFamily(InfeasibleError):
     """No schedule of the searched family fits, but the family is restricted: a legal schedule outside it may exist."""
 
-    def __init__(self, message: str, core: tuple[str, ...] = (), restrictions: tuple[str, ...] = ()):
+    def __init__(self, message: str, core: tuple[str, ...] = (), restrictions: tuple[str, ...] = (),
+                 limits: tuple[object, ...] = ()):
         self.restrictions = restrictions
-        super().__init__(message, core)
+        super().__init__(message, core, limits)
 
 
 class SolverTimeout(MapsearchError):

@@ -100,29 +100,35 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
         if only is not None and d not in only:
             continue
         bounds = [(1, extent)] * J
-        for lim in constraints.tiles:
-            if lim.dim == d:
-                j = resolve_level(lim.level, arch, "constraints", f"tiles.{lim.level}")
-                if j == 0:
-                    if not lim.lo <= extent <= lim.hi:
-                        raise InfeasibleError(f"tile limit on {d} at the top ({lim.lo}..{lim.hi}) excludes its extent {extent}",
-                                              ("user tile limits",))
-                    continue
-                lo, hi = bounds[j - 1]
-                bounds[j - 1] = (max(lo, lim.lo), min(hi, lim.hi))
+        on_d = tuple(lim for lim in constraints.tiles if lim.dim == d)  # named by an error they take part in
+        for lim in on_d:
+            j = resolve_level(lim.level, arch, "constraints", f"tiles.{lim.level}")
+            if j == 0:
+                if not lim.lo <= extent <= lim.hi:
+                    raise InfeasibleError(f"tile limit on {d} at the top ({lim.lo}..{lim.hi}) excludes its extent {extent}",
+                                          ("user tile limits",), (lim,))
+                continue
+            lo, hi = bounds[j - 1]
+            bounds[j - 1] = (max(lo, lim.lo), min(hi, lim.hi))
         if p.fusion_level is not None and d not in p.shared_dims:
             for j in range(1, p.fusion_level + 1):
                 bounds[j - 1] = (extent, extent)  # a fused group's outer loops tile shared dims only
         if not admit_a_chain(extent, bounds):
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
-                                  ("user tile limits",))
+                                  ("user tile limits",), on_d)
         if d in pinned:
-            check_held_whole_limits(p, d, extent, bounds, held_whole)
+            try:
+                check_held_whole_limits(p, d, extent, bounds, held_whole)
+            except InfeasibleError as e:
+                e.limits = e.limits or on_d
+                raise
         else:
             lo, hi = bounds[J - 1]
             fit = innermost_fit(p, d, pinned)
             if fit < lo <= hi:
-                raise innermost_overflow(p, d, lo, fit, pinned, held_whole)
+                error = innermost_overflow(p, d, lo, fit, pinned, held_whole)
+                error.limits = error.limits or on_d  # lo > 1 is a user's limit (a fused group has none)
+                raise error
             bounds[J - 1] = (lo, min(hi, fit))
         fps = {footprint(t, d, w) for t in w.tensors if d in t.dims and (t.name, d) not in in_window}
         fps |= {f for t in expanded for _, per_dim in expanded[t] for e, f in per_dim if e == d}
@@ -138,7 +144,7 @@ def _chains_of(p: Problem, constraints: Constraints, unit_dims: frozenset[str], 
                                 spatial, windowed, tied, unequal_above)
         if len(chains) == 0:
             raise InfeasibleError(f"the tile limits on {d} leave no legal tile extent (need 1 <= T <= parent <= {extent})",
-                                  ("user tile limits",))
+                                  ("user tile limits",), on_d)
         out[d] = chains
         checkpoint(f"enumerating the tile chains of {d}")
     return out

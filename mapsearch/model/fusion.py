@@ -32,6 +32,7 @@ from mapsearch.model.order import decode_order
 from mapsearch.model.problem import Problem, UnsupportedProblem
 from mapsearch.schedule.figures import Figures
 from mapsearch.schedule.fused import FusedSchedule
+from mapsearch.schedule.fused_json import chain_fusion_violations
 from mapsearch.schedule.schedule import LevelMapping, Schedule
 from mapsearch.spec.constraints import Constraints
 from mapsearch.spec.architecture import Architecture
@@ -63,6 +64,7 @@ def stage_problems(graph: WorkloadGraph, arch: Architecture, homes: dict[str, st
     if not 1 <= f < arch.depth:
         raise UnsupportedProblem(f"fusion level must be below the top and exist: 1..{arch.depth - 1}, got {f}")
     inter = set(graph.intermediates)
+    _check_fusable(graph)
     counted: set[str] = set()
     out = []
     tileable = outer_dims(graph)
@@ -76,6 +78,14 @@ def stage_problems(graph: WorkloadGraph, arch: Architecture, homes: dict[str, st
         out.append(Problem(w, arch, tuple(stage_homes.items()), f, tileable,
                            tuple(t for t in names if t in inter), mine))
     return out
+
+
+def _check_fusable(graph: WorkloadGraph) -> None:
+    """The chain rules of the fused replay (schedule/fused_json.py, ``chain_fusion_violations``), so the solver
+    never offers a fused schedule the replay refuses: a group that breaks one runs unfused, or cut where its
+    intermediates are materialized."""
+    for _, why in chain_fusion_violations(graph)[:1]:
+        raise UnsupportedProblem(why)
 
 
 def outer_dims(graph: WorkloadGraph) -> tuple[str, ...]:

@@ -35,11 +35,14 @@ mapsearch's per-axis ``may_reuse`` has one Timeloop counterpart per level,
 listed there; a tensor reusable along one such axis but not another is
 refused.
 
-Refused (one line each): buffers placed away from their level's tile
-(Timeloop keeps a tensor's tile at its level's boundary), homes below the
-top (Timeloop's outermost level backs every data space and counts its
-fill), rank-0 tensors (a Timeloop data space has at least one dimension),
-more than 26 dimensions (Timeloop names dimensions with one letter).
+Refused (one line each, a :class:`TimeloopRefusal` naming the schedule's
+file, the field and what Timeloop cannot express): buffers placed away from
+their level's tile (Timeloop keeps a tensor's tile at its level's boundary),
+homes below the top (Timeloop's outermost level backs every data space and
+counts its fill), rank-0 tensors (a Timeloop data space has at least one
+dimension), more than 26 dimensions (Timeloop names dimensions with one
+letter), a remainder off the last piece, a tensor shareable along one mesh
+axis but not another.
 """
 
 from __future__ import annotations
@@ -51,8 +54,24 @@ from dataclasses import dataclass, field
 from mapsearch.errors import MapsearchError
 from mapsearch.schedule.schedule import Schedule
 
-__all__ = ["Cut", "Loop", "StorageLevel", "TimeloopNest", "dimension_loops", "dimension_letters", "timeloop_nest",
-           "residual_product"]
+__all__ = ["Cut", "Loop", "StorageLevel", "TimeloopNest", "TimeloopRefusal", "dimension_loops", "dimension_letters",
+           "timeloop_nest", "residual_product"]
+
+
+class TimeloopRefusal(MapsearchError):
+    """A schedule Timeloop cannot state exactly: ``SOURCE: FIELD: Timeloop cannot express ...`` on one line.
+
+    ``field`` is the schedule file's field that asks for it (``levels[2].positions.A``); ``source`` the file
+    (``Schedule.source``; left out for a schedule built in memory).
+
+    >>> str(TimeloopRefusal("homes.Z", "homes below the top (Z at L1)", "s.json"))
+    's.json: homes.Z: Timeloop cannot express homes below the top (Z at L1)'
+    """
+
+    def __init__(self, field: str, what: str, source: str = ""):
+        self.field, self.what, self.source = field, what, source
+        where = ": ".join(p for p in (source, field) if p)
+        super().__init__(f"{where}: Timeloop cannot express {what}" if where else f"Timeloop cannot express {what}")
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,7 @@ class Cut:
     target: str
     kind: str  # "temporal" or "spatial"
     size: int
+    field: str = ""  # the schedule's field that asks for this cut (levels[1].tile.m), for a refusal
 
 
 @dataclass(frozen=True)
@@ -102,8 +122,8 @@ class TimeloopNest:
 def dimension_letters(dims: tuple[str, ...]) -> dict[str, str]:
     """One upper-case letter per dimension: its own initial where free, else the first free letter."""
     if len(dims) > 26:
-        raise MapsearchError(f"the Timeloop export: Timeloop names dimensions with one letter, so at most 26; "
-                             f"this workload has {len(dims)}")
+        raise TimeloopRefusal("workload.extents", f"more than 26 dimensions (it names each with one letter); this "
+                              f"workload has {len(dims)}")
     out: dict[str, str] = {}
     taken: set[str] = set()
     for d in dims:  # exact one-letter names first, so m -> M whatever comes before it
@@ -121,7 +141,7 @@ def dimension_letters(dims: tuple[str, ...]) -> dict[str, str]:
 
 
 def dimension_loops(extent: int, cuts: list[Cut], dim: str) -> list[Loop]:
-    """Timeloop's (end, residual) per cut, or a MapsearchError naming the cut Timeloop cannot state."""
+    """Timeloop's (end, residual) per cut, or a :class:`TimeloopRefusal` naming the cut Timeloop cannot state."""
     loops: list[Loop] = []
     parent, last = extent, extent  # full piece size and last-chain piece size before this cut
     several = False  # some piece before this cut is off the chain of last pieces
@@ -129,9 +149,9 @@ def dimension_loops(extent: int, cuts: list[Cut], dim: str) -> list[Loop]:
         c = cut.size
         residual = -(-last // c)
         if several and parent % c:
-            raise MapsearchError(
-                f"the Timeloop export: {dim}: the {cut.kind} cut into {c} at {cut.target} leaves a remainder in "
-                f"pieces of {parent} that are not the last one; Timeloop's residual factors shorten only the "
+            raise TimeloopRefusal(
+                cut.field or dim, f"the {cut.kind} cut of {dim} into {c} (a loop at {cut.target} in Timeloop's nest): it leaves a remainder in "
+                f"pieces of {parent} that are not the last one, and Timeloop's residual factors shorten only the "
                 f"last iteration of each loop, so this tiling cannot be stated exactly")
         end = parent // c if several else residual
         loops.append(Loop(end, residual))
@@ -153,19 +173,21 @@ def residual_product(loops: list[Loop]) -> int:
 def _refuse_what_timeloop_cannot_hold(s: Schedule) -> None:
     w, arch = s.workload, s.architecture
     if s.placed:
-        placed = [f"{t} at {lm.level}" for i, lm in enumerate(s.levels) for t, p in lm.positions
-                  if p != i * len(w.dims)]
-        raise MapsearchError(f"the Timeloop export: buffers placed away from their level's tile ({', '.join(placed)}): "
-                             "Timeloop keeps a tensor's tile at its level's boundary; solve with --no-placement for a "
-                             "schedule it can state, or export this one as accelforge")
-    below = [f"{t} at {arch.levels[s.home(t)].name}" for t in w.tensor_names if s.home(t) != 0]
+        placed = [(i, t, lm.level) for i, lm in enumerate(s.levels) for t, p in lm.positions if p != i * len(w.dims)]
+        i, t, _ = placed[0]
+        raise TimeloopRefusal(f"levels[{i}].positions.{t}", f"buffers placed away from their level's tile "
+                              f"({', '.join(f'{t} at {level}' for _, t, level in placed)}): it keeps a tensor's tile "
+                              "at its level's boundary; solve with --no-placement for a schedule it can state, or "
+                              "export this one as accelforge")
+    below = [t for t in w.tensor_names if s.home(t) != 0]
     if below:
-        raise MapsearchError(f"the Timeloop export: homes below the top ({', '.join(below)}): Timeloop's outermost "
-                             "level backs every data space and would count its fill")
+        where = ", ".join(f"{t} at {arch.levels[s.home(t)].name}" for t in below)
+        raise TimeloopRefusal(f"homes.{below[0]}", f"homes below the top ({where}): its outermost level backs every "
+                              "data space and would count its fill")
     scalars = [t.name for t in w.tensors if not t.indices]
     if scalars:
-        raise MapsearchError(f"the Timeloop export: rank-0 tensors ({', '.join(scalars)}): a Timeloop data space "
-                             "has at least one dimension")
+        raise TimeloopRefusal("workload.einsum", f"rank-0 tensors ({', '.join(scalars)}): a Timeloop data space "
+                              "has at least one dimension")
 
 
 def _no_reuse(s: Schedule, i: int) -> list[str]:
@@ -178,16 +200,26 @@ def _no_reuse(s: Schedule, i: int) -> list[str]:
         chances = {sp.axis for sp in splits if sp.dim not in access.dims}  # axes where instances could share t
         allowed = {a for a in chances if lv.axis(a).reuses(t, is_out)}
         if allowed and allowed != chances:
-            raise MapsearchError(f"the Timeloop export: {lv.name}: {t} may be shared along axis "
-                                 f"{', '.join(sorted(allowed))} but not along {', '.join(sorted(chances - allowed))}; "
-                                 "Timeloop's no_reuse is one list per level")
+            raise TimeloopRefusal(f"architecture.levels[{i}].mesh", f"a tensor shared along some mesh axes of "
+                                  f"{lv.name} but not others ({t} may be shared along axis "
+                                  f"{', '.join(sorted(allowed))} but not along {', '.join(sorted(chances - allowed))}): "
+                                  "its no_reuse is one list per level")
         if chances and not allowed:
             out.append(t)
     return out
 
 
 def timeloop_nest(schedule: Schedule) -> TimeloopNest:
-    """The Timeloop storage levels and loops of ``schedule`` (exact, or a MapsearchError)."""
+    """The Timeloop storage levels and loops of ``schedule`` (exact, or a :class:`TimeloopRefusal` naming its file)."""
+    try:
+        return _nest(schedule)
+    except TimeloopRefusal as e:
+        if e.source or not schedule.source:
+            raise
+        raise TimeloopRefusal(e.field, e.what, schedule.source) from None
+
+
+def _nest(schedule: Schedule) -> TimeloopNest:
     s = schedule
     _refuse_what_timeloop_cannot_hold(s)
     w, arch = s.workload, s.architecture
@@ -210,7 +242,8 @@ def timeloop_nest(schedule: Schedule) -> TimeloopNest:
             split = {sp.dim: sp for sp in lm.spatial}
             for d in w.dims:  # spatial cuts come first in the nest (docs/spatial.md)
                 if d in split:
-                    cuts[d].append(Cut(parent, "spatial", split[d].part))
+                    j = next(j for j, sp in enumerate(lm.spatial) if sp.dim == d)
+                    cuts[d].append(Cut(parent, "spatial", split[d].part, f"levels[{i}].spatial[{j}].part"))
             if lm.spatial:
                 x = [sp.dim for sp in lm.spatial if sp.axis == lv.mesh[0].name]
                 y = [sp.dim for sp in lm.spatial if sp.axis != lv.mesh[0].name]
@@ -231,13 +264,13 @@ def timeloop_nest(schedule: Schedule) -> TimeloopNest:
                 mesh = (1, 1)
             temporal_target[i] = target
             for d in lm.order:
-                cuts[d].append(Cut(target, "temporal", lm.tile_extent(d)))
+                cuts[d].append(Cut(target, "temporal", lm.tile_extent(d), f"levels[{i}].tile.{d}"))
             nest.permutations[(target, "temporal")] = list(reversed(lm.order))
         keep = tuple(t for t in w.tensor_names if s.home(t) == i or s.keeps(t, i))
         storage.append(StorageLevel(lv.name, i, keep, mesh, lv.capacity))
     inner = arch.level_names[-1]
     for d in w.dims:
-        cuts[d].append(Cut(inner, "temporal", 1))
+        cuts[d].append(Cut(inner, "temporal", 1, f"levels[{depth - 1}].tile.{d}"))
     nest.permutations[(inner, "temporal")] = list(reversed(w.dims))
     for st in storage:  # every level has a temporal entry (all ones where it has no loop)
         nest.permutations.setdefault((st.name, "temporal"), list(reversed(w.dims)))

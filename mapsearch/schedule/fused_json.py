@@ -45,8 +45,9 @@ from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.load import _architecture, architecture_to_dict, check_problem, workload_to_dict
 from mapsearch.spec.reading import _error, _note
 from mapsearch.spec.schema import validate_against
+from mapsearch.spec.workload import WorkloadGraph
 
-__all__ = ["FORMAT", "VERSION", "fused_violations", "check_fused", "fused_to_dict", "fused_from_dict",
+__all__ = ["FORMAT", "VERSION", "fused_violations", "chain_fusion_violations", "check_fused", "fused_to_dict", "fused_from_dict",
            "dumps_fused", "save_fused", "load_fused"]
 
 FORMAT = "mapsearch-fused-schedule"
@@ -128,10 +129,8 @@ def fused_violations(fs: FusedSchedule) -> list[str]:
     if arch.double_buffering:
         out.append("architecture.double_buffering: not supported in fused schedules (this version)")
     inter = set(g.intermediates)
-    users: dict[str, list[int]] = {}
-    for e, ein in enumerate(g.einsums):
-        for t in ein.tensors:
-            users.setdefault(t.name, []).append(e)
+    out.extend(f"{where}: {why}" for where, why in chain_fusion_violations(g))
+    users = _users(g)
     for t, es in users.items():
         if t in inter:
             producer = next(e for e in es if g.einsums[e].output.name == t)
@@ -140,11 +139,6 @@ def fused_violations(fs: FusedSchedule) -> list[str]:
                 if fs.stages[e].home(t) != f:
                     out.append(f"stages[{e}].homes.{t}: the intermediate {t} must be homed at the fusion level {fname}, "
                                f"got {arch.levels[fs.stages[e].home(t)].name}")
-                if e != producer:
-                    acc = next(a for a in g.einsums[e].inputs if a.name == t)
-                    if acc.indices != pe.output.indices:
-                        out.append(f"stages[{e}].workload: einsum {e} reads the intermediate {acc.text()}; a fused consumer "
-                                   f"must index it as its producer writes it, {pe.output.text()}")
             summed = [d for d in pe.dims if d not in pe.output.dims]
             for d in summed:
                 for i in range(1, f + 1):
@@ -152,14 +146,42 @@ def fused_violations(fs: FusedSchedule) -> list[str]:
                         out.append(f"stages[{producer}].levels[{i}].tile.{d}: einsum {producer} sums over {d} to produce "
                                    f"the intermediate {t}; {d} must be whole at levels <= {fname} so each {t} tile is produced once")
         else:
-            if len(es) > 1:
-                out.append(f"graph: tensor {t} is used by einsums {es}; a fused group needs each tensor other than "
-                           f"intermediates in one einsum (this version)")
             for e in es[:1]:
                 h = fs.stages[e].home(t)
                 if h > f:
                     out.append(f"stages[{e}].homes.{t}: homes must be at or above the fusion level {fname} "
                                f"(levels below it belong to one sub-nest run), got {arch.levels[h].name}")
+    return out
+
+
+def _users(g: WorkloadGraph) -> dict[str, list[int]]:
+    """Per tensor, the einsums that use it, once per use (an einsum reading a tensor twice counts twice)."""
+    users: dict[str, list[int]] = {}
+    for e, ein in enumerate(g.einsums):
+        for t in ein.tensors:
+            users.setdefault(t.name, []).append(e)
+    return users
+
+
+def chain_fusion_violations(g: WorkloadGraph) -> list[tuple[str, str]]:
+    """``(field, why)`` per rule the chain itself breaks for any fused schedule of it (this version): a consumer
+    reads each intermediate as its producer writes it, and every other tensor is used by one einsum. The fused
+    replay refuses such a schedule (:func:`fused_violations`) and the solver offers none (model/fusion.py)."""
+    out = []
+    inter = set(g.intermediates)
+    for t, es in _users(g).items():
+        if t in inter:
+            producer = next(e for e in es if g.einsums[e].output.name == t)
+            written = g.einsums[producer].output
+            for e in es:
+                if e != producer:
+                    acc = next(a for a in g.einsums[e].inputs if a.name == t)
+                    if acc.indices != written.indices:
+                        out.append((f"graph.einsums[{e}]", f"einsum {e} reads the intermediate {acc.text()}; a fused "
+                                    f"consumer must index it as its producer writes it, {written.text()}"))
+        elif len(es) > 1:
+            out.append(("graph", f"tensor {t} is used by einsums {', '.join(map(str, es))}; a fused group needs each "
+                                 "tensor other than its intermediates in one einsum (this version)"))
     return out
 
 

@@ -308,7 +308,7 @@ def schedule_from_parts(data: Mapping[str, Any], workload: Workload, architectur
     homes = tuple((t, level) for t, level in data["homes"].items())
     predicted = figures_from_dict(data["predicted"], source) if "predicted" in data else None
     plan = dram_plan_from_dict(data["dram"], workload, source) if "dram" in data else None
-    schedule = Schedule(workload, architecture, levels, homes, predicted, plan)
+    schedule = Schedule(workload, architecture, levels, homes, predicted, plan, source=source)
     found = violations(schedule)
     if not found or not found[0].startswith("levels:"):
         # Shape first (one mapping per level); then names, which give exact paths.

@@ -22,7 +22,7 @@ level-``i`` tile). ``positions`` lists only the tensors placed elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from mapsearch.dram.layout import LayoutSpec
 from mapsearch.schedule.figures import Figures
@@ -91,6 +91,9 @@ class Schedule:
     homes: tuple[tuple[str, str], ...]  # tensor -> level name
     predicted: Figures | None = None
     dram: DramPlan | None = None
+    # The file it was read from ("" when built in memory), for messages about it (e.g. an export's refusal);
+    # not part of the schedule: equality, hashing and the JSON ignore it.
+    source: str = field(default="", compare=False, repr=False)
 
     def home(self, tensor: str) -> int:
         """Index of the tensor's home level (default: the top)."""

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 import mapsearch.budget as budget
-from mapsearch.errors import (InfeasibleError, Interrupted, ReplayMismatch, ScheduleError, SolverTimeout, SpecError,
-                              UsageError)
+from mapsearch.errors import (InfeasibleError, Interrupted, MapsearchError, ReplayMismatch, ScheduleError, SolverTimeout,
+                              SpecError, UsageError)
 from mapsearch.model.options import SolveOptions
 from mapsearch.model.problem import Problem
 from mapsearch.schedule.figures import Figures, differences
@@ -42,7 +42,7 @@ from mapsearch.sim.walk_spatial import WALK_CELLS_PER_SECOND
 from mapsearch.solve.chain import ChainResult, solve_chain as solve_chain_options, solve_teaal
 from mapsearch.solve.chain_replay import FUSED_TILES_PER_SECOND, duration_text, replay_checks
 from mapsearch.solve.progress import finished, report
-from mapsearch.solve.explain import with_core
+from mapsearch.solve.explain import requirement_sources, with_core
 from mapsearch.solve.interrupt import CheckInterrupted, checking
 from mapsearch.solve.named_options import MAX_SECONDS, MAX_SEED, MAX_WORKERS, Number, solve_options
 from mapsearch.solve.run import SolveResult, solve as solve_problem
@@ -58,7 +58,7 @@ from mapsearch.spec.inputs import (
     constraints_of,
     workload_of,
 )
-from mapsearch.spec.load import check_homes, check_problem
+from mapsearch.spec.load import check_homes, check_problem, preset_path
 from mapsearch.spec.tree_nodes import Tree
 from mapsearch.spec.tree import is_tree_file, load_tree
 from mapsearch.spec.tree_paths import flatten, path_architecture
@@ -197,8 +197,34 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
             w, arch, all_homes, c = solve_inputs(workload, architecture, constraints, homes)
             result = solve_problem(Problem(w, arch, tuple(all_homes.items())), c, options)
     except InfeasibleError as e:
-        raise with_core(e) from e
+        raise _with_sources(e, workload, architecture, constraints) from e
     return result if replay_mode is None else replay_result(result, replay_mode, strict, options.time_limit)
+
+
+def _with_sources(e: InfeasibleError, workload: WorkloadSource, architecture: ArchitectureSource,
+                  constraints: ConstraintsSource) -> InfeasibleError:
+    """:func:`with_core`, each requirement of the core named in the file it comes from (the architecture's
+    capacities, the constraints' tile limits, orders, stationarity) where those were given as files."""
+    try:
+        w, _ = _one_einsum(workload)
+        arch = architecture_of(architecture)
+        if isinstance(arch, Tree):  # a tree of several paths: each path's outcome says why it failed
+            return with_core(e)
+        arch_file, tree = _file_name(architecture), False
+        if isinstance(architecture, (str, Path)):
+            path = Path(architecture) if Path(architecture).is_file() else preset_path(str(architecture))
+            tree = is_tree_file(path)
+            arch_file = str(architecture) if path == Path(architecture) else f"preset {architecture}"
+        c = constraints_of(constraints)
+        sources = requirement_sources(e, w, arch, c, _file_name(constraints), arch_file, tree)
+    except MapsearchError:  # the inputs read before the solve; never hide its error behind another
+        return with_core(e)
+    return with_core(e, sources)
+
+
+def _file_name(source: object) -> str | None:
+    """The name a file (or a preset) is given by; None for an object built in memory."""
+    return str(source) if isinstance(source, (str, Path)) else None
 
 
 def check_walk_cells(time_limit: float) -> int:

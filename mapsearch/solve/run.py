@@ -353,7 +353,7 @@ def in_family(error: InfeasibleError, restrictions: tuple[str, ...], problem: Pr
         return overflow
     message = (f"no schedule in the searched family: {' '.join(str(error).split())}; the family was restricted "
                f"({'; '.join(restrictions)}), so a legal schedule outside it may exist")
-    return NoScheduleInFamily(message, error.core, restrictions)
+    return NoScheduleInFamily(message, error.core, restrictions, error.limits)
 
 
 def _floor(enc: Encoding, name: str) -> int | None:

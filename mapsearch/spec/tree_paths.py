@@ -200,6 +200,11 @@ def _path(tree: Tree, nodes: tuple[Node, ...], compute: ComputeNode) -> FlatPath
             if n.link is not None:
                 raise TreeError(n.where, f"!Memory {n.name!r} is the top of the path to {compute.name!r}: no link "
                                 f"above it; remove its clocks-per-word fields")
+            if n.spatial:  # as the flat format's levels[0].mesh: the backing store is one instance
+                raise TreeError(replace(n.spatial[0].where, field=n.spatial[0].where.field.rsplit("[", 1)[0]),
+                                f"!Memory {n.name!r} is the top of the path to {compute.name!r}: expected no spatial "
+                                f"fanout (the top memory is one instance); remove this field or put the fanout on "
+                                f"a memory below it")
         elif n.size is None:
             raise TreeError(n.where, f"!Memory {n.name!r}: only the top memory may be unbounded (size: inf)")
         link = None

@@ -134,8 +134,9 @@ def test_a_remainder_inside_a_full_tile_is_refused_not_padded():
     # m: L1 tiles of 49 cut into 16s leave 1 in the first (full) L1 tile: no residual factor says that.
     w = Workload.from_text("mm", MATMUL, {"m": 97, "n": 8, "k": 61})
     s = build_schedule(w, arch("L2", "L1", "L0"), [({"m": 49, "n": 8, "k": 61}, "mkn", "AZ"), ({"m": 16, "n": 4, "k": 1}, "nmk", "ABZ")])
-    with pytest.raises(MapsearchError, match=r"^the Timeloop export: m: the temporal cut into 16 at L1 leaves a remainder "
-                                             r"in pieces of 49 that are not the last one"):
+    with pytest.raises(MapsearchError, match=r"^levels\[2\]\.tile\.m: Timeloop cannot express the temporal cut of m into 16 "
+                                             r"\(a loop at L1 in Timeloop's nest\): it leaves a remainder in pieces of 49 "
+                                             r"that are not the last one"):
         timeloop_files(s)
     s2 = at_default_positions(PLACED_100x37x61)
     with pytest.raises(MapsearchError, match="cannot be stated exactly"):

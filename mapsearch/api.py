@@ -47,12 +47,14 @@ from mapsearch.model.options import SolveOptions
 from mapsearch.report.solve_report import render_solve_text
 from mapsearch.schedule.figures import Figures, differences
 from mapsearch.schedule.fused import FusedSchedule
-from mapsearch.schedule.fused_json import load_any_schedule, save_fused
+from mapsearch.schedule.fused_json import save_fused
 from mapsearch.schedule.json_io import dumps_schedule, save_schedule as save_schedule_file
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.schedule.unfused_json import UnfusedChain, load_schedule_file
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import SimulatorError, WalkTooLong
-from mapsearch.sim.replay import MODES as _REPLAY_MODES, replay as replay_schedule
+from mapsearch.sim.fused import UnfusedResult
+from mapsearch.sim.replay import MODES as _REPLAY_MODES, replay as replay_schedule, replay_stages
 from mapsearch.solve.chain import ChainResult
 from mapsearch.solve.chain_files import save_best
 from mapsearch.solve.chain_replay import ChainReplay, replay_checks
@@ -104,8 +106,9 @@ __all__ = [
     "Budget", "Interruptible", "stopped", "listening", "SolveProgress", "FINISHED", "REPLAY_MODES",
     # the objects
     "Workload", "WorkloadGraph", "Architecture", "Tree", "Constraints", "SolveOptions", "Schedule", "FusedSchedule",
-    "Figures", "SolveResult", "ChainResult", "ChainReplay", "SparseSolveResult", "ReplayResult", "SweepResult",
-    "SweepStart", "Progress", "TraceResult", "Characterization", "CharacterizeStart", "Model", "Profile", "LoadedWorkload",
+    "UnfusedChain", "Figures", "SolveResult", "ChainResult", "ChainReplay", "SparseSolveResult", "ReplayResult",
+    "SweepResult", "SweepStart", "Progress", "TraceResult", "Characterization", "CharacterizeStart", "Model", "Profile",
+    "LoadedWorkload",
     # the errors
     "MapsearchError", "SpecError", "UsageError", "ScheduleError", "InfeasibleError", "NoScheduleInFamily",
     "SolverTimeout", "ReplayMismatch", "SimulatorError", "WalkTooLong", "Interrupted", "DirectoryBusy",
@@ -144,9 +147,10 @@ def load_constraints(source: ConstraintsSource) -> Constraints:
     return constraints_of(source)
 
 
-def load_schedule(source: str | Path) -> Schedule | FusedSchedule:
-    """A schedule file written by ``mapsearch solve -o`` (one einsum, or a fused chain), checked."""
-    return load_any_schedule(source)
+def load_schedule(source: str | Path) -> Schedule | FusedSchedule | UnfusedChain:
+    """A schedule file written by ``mapsearch solve -o`` (one einsum, a fused chain, or a chain run einsum by
+    einsum: :class:`~mapsearch.schedule.unfused_json.UnfusedChain`), checked."""
+    return load_schedule_file(source)
 
 
 # --------------------------------------------------------------------------
@@ -303,10 +307,15 @@ def replay(schedule: ScheduleSource, mode: str = "count") -> ReplayResult: ...
 
 
 @overload
+def replay(schedule: UnfusedChain, mode: str = "count") -> UnfusedResult: ...
+
+
+@overload
 def replay(schedule: ChainResult, mode: str = "count") -> ChainReplay: ...
 
 
-def replay(schedule: ScheduleSource | ChainResult, mode: str = "count") -> ReplayResult | ChainReplay:
+def replay(schedule: ScheduleSource | UnfusedChain | ChainResult,
+           mode: str = "count") -> ReplayResult | UnfusedResult | ChainReplay:
     """Run a schedule in the explicit-cache simulator and count what it moves and takes.
 
     ``schedule``: a :class:`Schedule` or :class:`FusedSchedule`, a schedule
@@ -314,6 +323,9 @@ def replay(schedule: ScheduleSource | ChainResult, mode: str = "count") -> Repla
     vectorised walk, default), ``data`` (also computes with real values and
     checks them against numpy), ``events`` (every load, store and run in the
     simulator). A chain's result gives the replay checks of its best option.
+    An unfused chain (:class:`~mapsearch.schedule.unfused_json.UnfusedChain`,
+    or its file) replays each stage alone and gives an ``UnfusedResult``:
+    ``stages`` one result per einsum, ``time`` the sum of their times.
     Compare with the prediction: :func:`compare`.
     """
     if isinstance(schedule, ChainResult):
@@ -321,7 +333,9 @@ def replay(schedule: ScheduleSource | ChainResult, mode: str = "count") -> Repla
     if isinstance(schedule, SolveResult):
         schedule = schedule.schedule
     if isinstance(schedule, (str, Path)):
-        schedule = load_any_schedule(schedule)
+        schedule = load_schedule_file(schedule)
+    if isinstance(schedule, UnfusedChain):
+        return replay_stages(schedule.graph, schedule.stages, mode)
     return replay_schedule(schedule, mode=mode)
 
 

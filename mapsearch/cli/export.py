@@ -74,6 +74,10 @@ def run(args: argparse.Namespace) -> None:
     schedule = api.load_schedule(args.schedule)
     if isinstance(schedule, api.FusedSchedule):
         raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
+    if isinstance(schedule, api.UnfusedChain):
+        raise MapsearchError(f"{args.schedule}: export takes one einsum's schedule (format mapsearch-schedule); this "
+                             "is an unfused chain (mapsearch-unfused-chain): replay it, or export one of its stages "
+                             "saved as a file of its own")
     _check_replays(args.schedule, schedule)
     if args.format in _PEERS:
         texts = _peer_texts(args.format, schedule, args.output)  # every text first: nothing is written on an error

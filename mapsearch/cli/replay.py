@@ -1,8 +1,10 @@
 """``mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]``.
 
-Replays a schedule file (one einsum, or a fused chain) in the simulator and
-prints its figures; ``--check`` compares them with the predicted figures the
-file carries. A mismatch or a failed data check exits 1 (one line per field).
+Replays a schedule file (one einsum, a fused chain, or a chain run einsum by
+einsum: ``mapsearch-unfused-chain``) in the simulator and prints its figures;
+``--check`` compares them with the predicted figures the file carries (for an
+unfused chain: each stage's, fields ``stages[e].…``, and the totals ``time``
+and ``words``). A mismatch or a failed data check exits 1 (one line per field).
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ def run(args: argparse.Namespace) -> None:
     if mode not in api.REPLAY_MODES:  # before the file is read: the flags first
         raise MapsearchError(f"--mode: expected one of {', '.join(api.REPLAY_MODES)}, got {mode!r}")
     schedule = load_schedule(args.schedule)
+    if isinstance(schedule, api.UnfusedChain):
+        _run_unfused(args, schedule, mode)
+        return
     if args.check and schedule.predicted is None:
         raise MapsearchError(f"{args.schedule}: --check needs the schedule's predicted figures; it has none")
     try:
@@ -97,7 +102,11 @@ def run(args: argparse.Namespace) -> None:
         if args.check and not mismatches:
             print("check: the replay matches the predicted figures")
     sys.stdout.flush()
+    _fail_on(mismatches, data_ok, max_abs_error)
 
+
+def _fail_on(mismatches: list, data_ok: bool | None, max_abs_error: float | None) -> None:
+    """Exit 1 (one line per field) on a mismatch or a failed data check."""
     failures = [f"replay mismatch in {field}: predicted {_plain(predicted)}, replayed {_plain(replayed)}"
                 for field, predicted, replayed in mismatches]
     if data_ok is False:
@@ -105,3 +114,44 @@ def run(args: argparse.Namespace) -> None:
         failures.append(f"data check failed: the replayed output differs from the reference{err}")
     if failures:
         raise CommandFailed(EXIT_MISMATCH, failures)
+
+
+def _run_unfused(args: argparse.Namespace, chain: api.UnfusedChain, mode: str) -> None:
+    """An unfused chain's file: each stage replayed alone, then the totals (``time`` the sum of the stages')."""
+    if args.check and not chain.predicted_complete:
+        raise MapsearchError(f"{args.schedule}: --check needs the predicted figures of every stage and the totals "
+                             "time and words; this file lacks some")
+    try:
+        result = replay(chain, mode=mode)
+    except api.SimulatorError as e:
+        raise MapsearchError(f"{args.schedule}: {e}") from e
+    words = result.figures.words_total
+    mismatches: list[tuple[str, object, object]] = []
+    if args.check:
+        for e, (stage, r) in enumerate(zip(chain.stages, result.stages)):
+            mismatches += [(f"stages[{e}].{f}", p, q) for f, p, q in compare(stage.predicted, r.figures)]
+        mismatches += [(f, p, q) for f, p, q in (("time", chain.time, result.time), ("words", chain.words, words))
+                       if p != q]
+    arch = chain.architecture
+    if args.json:
+        out: dict[str, Any] = {"schedule": str(args.schedule), "mode": mode, "time": _plain(result.time),
+                               "words": words, "stages": [
+                                   {"einsum": st.workload.einsum.text(),
+                                    **report_dict(r.figures, arch, data_ok=r.data_ok, max_abs_error=r.max_abs_error)}
+                                   for st, r in zip(chain.stages, result.stages)]}
+        if args.check:
+            out["check"] = {
+                "ok": not mismatches,
+                "mismatches": [{"field": f, "predicted": _plain(p), "replayed": _plain(r)} for f, p, r in mismatches],
+            }
+        print(json.dumps(out, indent=2))
+    else:
+        for e, (st, r) in enumerate(zip(chain.stages, result.stages)):
+            title = (f"{chain.graph.name} stage {e}, {st.workload.einsum.text()}, on {arch.name}: replay of "
+                     f"{args.schedule} ({mode} mode)")
+            print(render_text(r.figures, arch, title=title, data_ok=r.data_ok, max_abs_error=r.max_abs_error))
+        print(f"total ({len(chain.stages)} stages one after another): time {_plain(result.time)}, words {words:,}")
+        if args.check and not mismatches:
+            print("check: the replay matches the predicted figures")
+    sys.stdout.flush()
+    _fail_on(mismatches, result.data_ok, result.max_abs_error)

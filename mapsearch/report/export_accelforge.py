@@ -40,13 +40,24 @@ from __future__ import annotations
 
 import json
 
-from mapsearch.errors import MapsearchError
+from mapsearch.report.export_refusal import ExportRefusal
 from mapsearch.schedule.schedule import Schedule
 
-__all__ = ["accelforge_files", "accelforge_yaml", "accelforge_nodes", "ACCELFORGE_FILES", "BITS_PER_VALUE"]
+__all__ = ["accelforge_files", "accelforge_yaml", "accelforge_nodes", "AccelForgeRefusal", "ACCELFORGE_FILES",
+           "BITS_PER_VALUE"]
 
 ACCELFORGE_FILES = ("arch.yaml", "workload.yaml", "mapping.yaml")
 BITS_PER_VALUE = 8  # a placeholder word width: mapsearch counts words
+
+
+class AccelForgeRefusal(ExportRefusal):
+    """A schedule AccelForge cannot state (:class:`~mapsearch.report.export_refusal.ExportRefusal`).
+
+    >>> str(AccelForgeRefusal("workload.einsum", "this einsum: its rank-0 tensors (Z) have no projection", "s.json"))
+    's.json: workload.einsum: AccelForge cannot express this einsum: its rank-0 tensors (Z) have no projection'
+    """
+
+    PEER = "AccelForge"
 
 
 def _loop_bound(rule) -> str:
@@ -124,7 +135,8 @@ def accelforge_nodes(schedule: Schedule) -> list[dict]:
     D = len(w.dims)
     scalars = [t.name for t in w.tensors if not t.indices]
     if scalars:
-        raise MapsearchError(f"the AccelForge export: rank-0 tensors ({', '.join(scalars)}) have no projection")
+        raise AccelForgeRefusal("workload.einsum", f"this einsum: its rank-0 tensors ({', '.join(scalars)}) have no "
+                                "projection", s.source)
     # The nest's temporal loops (position k = the k-th loop) and the spatial loops before each level's loops.
     loops: list[tuple[str, int, bool]] = []  # (dim, tile, makes more than one trip somewhere)
     for i in range(1, arch.depth):
@@ -144,8 +156,9 @@ def accelforge_nodes(schedule: Schedule) -> list[dict]:
                 continue
             p = s.position(t, i)
             if p < spatial_floor[i]:
-                raise MapsearchError(f"the AccelForge export: {t}'s buffer at {arch.levels[i].name} sits outside the "
-                                     "spatial loops above it; AccelForge keeps a per-instance buffer inside them")
+                raise AccelForgeRefusal(f"levels[{i}].positions.{t}", f"{t}'s buffer at {arch.levels[i].name} "
+                                        "outside the spatial loops above it: it keeps a per-instance buffer inside "
+                                        "them", s.source)
             above = s.keeper_above(t, i)
             floor = max(spatial_floor[i], 0 if above == s.home(t) else s.position(t, above))
             while p > floor and (loops[p - 1][0] not in w.tensor(t).dims or not loops[p - 1][2]):

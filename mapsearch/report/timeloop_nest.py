@@ -51,27 +51,21 @@ import math
 import string
 from dataclasses import dataclass, field
 
-from mapsearch.errors import MapsearchError
+from mapsearch.report.export_refusal import ExportRefusal
 from mapsearch.schedule.schedule import Schedule
 
 __all__ = ["Cut", "Loop", "StorageLevel", "TimeloopNest", "TimeloopRefusal", "dimension_loops", "dimension_letters",
            "timeloop_nest", "residual_product"]
 
 
-class TimeloopRefusal(MapsearchError):
-    """A schedule Timeloop cannot state exactly: ``SOURCE: FIELD: Timeloop cannot express ...`` on one line.
-
-    ``field`` is the schedule file's field that asks for it (``levels[2].positions.A``); ``source`` the file
-    (``Schedule.source``; left out for a schedule built in memory).
+class TimeloopRefusal(ExportRefusal):
+    """A schedule Timeloop cannot state (:class:`~mapsearch.report.export_refusal.ExportRefusal`).
 
     >>> str(TimeloopRefusal("homes.Z", "homes below the top (Z at L1)", "s.json"))
     's.json: homes.Z: Timeloop cannot express homes below the top (Z at L1)'
     """
 
-    def __init__(self, field: str, what: str, source: str = ""):
-        self.field, self.what, self.source = field, what, source
-        where = ": ".join(p for p in (source, field) if p)
-        super().__init__(f"{where}: Timeloop cannot express {what}" if where else f"Timeloop cannot express {what}")
+    PEER = "Timeloop"
 
 
 @dataclass(frozen=True)

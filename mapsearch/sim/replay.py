@@ -83,8 +83,17 @@ def replay_unfused(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str =
             if t in st.workload.tensor_names and st.home(t) != 0:
                 raise ScheduleError(f"stages[{e}].homes.{t}: an unfused intermediate is materialized at the top "
                                     f"{arch.levels[0].name}, got {arch.levels[st.home(t)].name}")
+    return replay_stages(graph, stages, mode, walk, **options)
+
+
+def replay_stages(graph: WorkloadGraph, stages: Sequence[Schedule], mode: str = "events",
+                  walk: Callable[[Schedule], ReplayResult] | None = None, **options) -> UnfusedResult:
+    """Each of ``stages`` (one per einsum of ``graph``, on one architecture) replayed alone in ``mode``, in
+    order: words and calls add up (``sum_figures``), ``time`` is the sum of the stages' times, ``data_ok``
+    their conjunction. Its intermediates are where each stage homes them (a chain materialized at a level
+    below the top: mapsearch/schedule/unfused_json.py); :func:`replay_unfused` checks they are at the top."""
     results = tuple(replay(st, mode, **options) if walk is None else walk(st) for st in stages)
-    figures = sum_figures(graph, [r.figures for r in results], arch)
+    figures = sum_figures(graph, [r.figures for r in results], stages[0].architecture)
     time = sum((r.figures.time for r in results), Fraction(0))
     oks = [r.data_ok for r in results]
     data_ok = None if any(o is None for o in oks) else all(oks)

@@ -1,7 +1,8 @@
 """The files a solved chain is written as: its best option, in the format that option needs.
 
 - fused at one level: a fused schedule file (:mod:`mapsearch.schedule.fused_json`);
-- unfused or materialized at a level: a ``mapsearch-unfused-chain`` document, one schedule per einsum;
+- unfused or materialized at a level: a ``mapsearch-unfused-chain`` document, one schedule per einsum
+  (read back by :mod:`mapsearch.schedule.unfused_json`);
 - partly fused (chains of three or more einsums): a ``mapsearch-chain-plan`` document, one schedule per group.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 from mapsearch.atomic import write_text_atomic
 from mapsearch.schedule.fused_json import fused_to_dict, save_fused
 from mapsearch.schedule.json_io import _pretty, schedule_to_dict
+from mapsearch.schedule.unfused_json import FORMAT as UNFUSED_FORMAT  # read back by unfused_from_dict
 from mapsearch.solve.chain import ChainResult, GroupPlan, UnfusedOutcome
 from mapsearch.spec.graph_load import graph_to_dict
 from mapsearch.spec.reading import fraction_to_json
@@ -20,7 +22,6 @@ from mapsearch.spec.reading import fraction_to_json
 __all__ = ["PLAN_FORMAT", "UNFUSED_FORMAT", "plan_to_dict", "unfused_to_dict", "save_best"]
 
 PLAN_FORMAT = "mapsearch-chain-plan"
-UNFUSED_FORMAT = "mapsearch-unfused-chain"
 
 
 def plan_to_dict(result: ChainResult, plan: GroupPlan) -> dict[str, Any]:

@@ -177,6 +177,12 @@ def _families(extent: int, bounds: list[tuple[int, int]]) -> tuple[list[str], st
     return tiers[-1]
 
 
+def reduced_family(extent: int, depth: int) -> bool:
+    """Whether the tile chains of an extent over ``depth`` levels below the top, without user limits, are
+    drawn from a reduced family (more than the enumeration limit of raw chains)."""
+    return _families(extent, [(1, extent)] * depth)[1] != "full"
+
+
 def enumerate_chains(
     extent: int,
     depth: int,

@@ -38,7 +38,7 @@ from mapsearch.solve.explain import explain_infeasible
 from mapsearch.model.options import SolveOptions
 from mapsearch.solve.coarse import coarse_solution
 from mapsearch.solve.phases import Phase, new_solver, run_phases
-from mapsearch.solve import hidden_first, narrow, unsplit
+from mapsearch.solve import built_first, hidden_first, narrow, unsplit
 from mapsearch.solve.progress import finished, report
 from mapsearch.solve.greedy_start import as_unproven, better_than_search, fallback_applies, greedy_fallback, greedy_or_coarse
 from mapsearch.solve.warm_start import start_of, with_start
@@ -234,6 +234,8 @@ def _solve(problem: Problem, constraints: Constraints, options: SolveOptions, st
     elif hidden_first.applies(problem, options):
         first = hidden_first.first_schedule(problem, options, lambda p, o: _search(p, constraints, o,
                                                                                    time.perf_counter()))
+    elif built_first.applies(problem, constraints, options):
+        first = built_first.first_schedule(problem, options, solve)
     else:
         return _search(problem, constraints, options, start)
     if first is None:

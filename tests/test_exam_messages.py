@@ -15,13 +15,11 @@ Each case is exit 2, one line on stderr that names the file to fix, and no outpu
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
 from pathlib import Path
 
-from mapsearch.cli import main
+from cli_run import one_line_refusal as fails, run_cli
 from mapsearch.schedule.json_io import dumps_schedule, load_schedule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,27 +31,6 @@ FUSION_ARCH = EXAMPLES / "chains" / "fusion-arch.yaml"
 FUSED = ROOT / "tests" / "data" / "hostile" / "fused-chain.schedule.json"
 PLACED = EXAMPLES / "placed-8x8x8.schedule.json"
 PLACED_100x37x61 = ROOT / "tests" / "data" / "export" / "array-100x37x61-placed.schedule.json"
-
-
-def run_cli(argv: list[object]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
-
-
-def fails(argv: list[object], output: Path) -> str:
-    """Exit 2, one line on stderr (returned without ``mapsearch: ``), no traceback, ``output`` not written."""
-    code, _, err = run_cli(argv)
-    assert "Traceback" not in err, err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mapsearch: "), err
-    assert code == 2
-    assert not output.exists()
-    return lines[0][len("mapsearch: "):]
 
 
 # ---- 1. a tree's top memory with spatial instances: refused where the tree is read, at the field

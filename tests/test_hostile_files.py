@@ -10,16 +10,14 @@ from ``examples/array-4x4-matmul.schedule.json`` and
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from mapsearch.cli import main
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -27,16 +25,6 @@ ARRAY = EXAMPLES / "array-4x4-matmul.schedule.json"
 MNK = EXAMPLES / "worked-example-mnk.schedule.json"
 FUSED = ROOT / "tests" / "data" / "hostile" / "fused-chain.schedule.json"
 MATMUL, THREE = EXAMPLES / "matmul-4x4x4.yaml", EXAMPLES / "arch-three-level.yaml"
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
 
 
 def fails(argv: list[Any], message: str, output: Path | None = None) -> None:

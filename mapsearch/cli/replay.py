@@ -88,10 +88,7 @@ def run(args: argparse.Namespace) -> None:
         if rows is not None:
             out["dram_rows"] = rows.to_dict()
         if args.check:
-            out["check"] = {
-                "ok": not mismatches,
-                "mismatches": [{"field": f, "predicted": _plain(p), "replayed": _plain(r)} for f, p, r in mismatches],
-            }
+            out["check"] = _check_dict(mismatches)
         print(json.dumps(out, indent=2))
     else:
         name = schedule.graph.name if hasattr(schedule, "graph") else schedule.workload.name
@@ -103,6 +100,12 @@ def run(args: argparse.Namespace) -> None:
             print("check: the replay matches the predicted figures")
     sys.stdout.flush()
     _fail_on(mismatches, data_ok, max_abs_error)
+
+
+def _check_dict(mismatches: list) -> dict[str, Any]:
+    """``--check --json``'s entry: ok, and each mismatch's field, predicted and replayed value."""
+    return {"ok": not mismatches,
+            "mismatches": [{"field": f, "predicted": _plain(p), "replayed": _plain(r)} for f, p, r in mismatches]}
 
 
 def _fail_on(mismatches: list, data_ok: bool | None, max_abs_error: float | None) -> None:
@@ -140,10 +143,7 @@ def _run_unfused(args: argparse.Namespace, chain: api.UnfusedChain, mode: str) -
                                     **report_dict(r.figures, arch, data_ok=r.data_ok, max_abs_error=r.max_abs_error)}
                                    for st, r in zip(chain.stages, result.stages)]}
         if args.check:
-            out["check"] = {
-                "ok": not mismatches,
-                "mismatches": [{"field": f, "predicted": _plain(p), "replayed": _plain(r)} for f, p, r in mismatches],
-            }
+            out["check"] = _check_dict(mismatches)
         print(json.dumps(out, indent=2))
     else:
         for e, (st, r) in enumerate(zip(chain.stages, result.stages)):

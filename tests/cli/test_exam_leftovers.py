@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_run import run_captured as _run
 from mapsearch import api
 from mapsearch.cli import replay as replay_command
 from mapsearch.cli.exits import EXIT_OUTPUT_CLOSED
@@ -30,15 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 HOSTILE = ROOT / "tests" / "data" / "hostile"
 ROWS = EXAMPLES / "dram" / "row-thrashing"
-
-
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse's refusals
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_line(argv: list[str], capsys) -> str:

@@ -10,21 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from mapsearch.cli.main import main
+from cli_run import run_captured as _run
 from mapsearch.cli.paths import same_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HOSTILE = Path(__file__).resolve().parents[1] / "data" / "hostile"
 SCHEDULE = EXAMPLES / "worked-example-mnk.schedule.json"
-
-
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse's refusals
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _refused(argv: list[str], capsys, words: str) -> None:

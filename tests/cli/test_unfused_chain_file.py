@@ -8,8 +8,6 @@ schedule file and the field, as the Timeloop export's do.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -17,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from mapsearch import api
-from mapsearch.cli import main
 from mapsearch.schedule.json_io import dumps_schedule
 from mapsearch.schedule.unfused_json import UnfusedChain
 from mapsearch.spec.architecture import Architecture, Compute, Level, Link
 from mapsearch.spec.workload import Workload
+from cli_run import one_line_refusal, run_cli
 from schedule_builder import build_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,26 +29,6 @@ TRANSPOSED = ('name: transposed\n'
               '  - "T[m,n] += A[m,k] * B[k,n]"\n'
               '  - "Y[m,p] += T[n,m] * C[n,p]"\n'
               'extents: {m: 8, n: 8, k: 8, p: 8}\n')
-
-
-def run_cli(argv: list[object]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line_refusal(argv: list[object], output: Path) -> str:
-    """Exit 2, one line on stderr (returned without ``mapsearch: ``), no traceback, ``output`` not written."""
-    code, _, err = run_cli(argv)
-    assert "Traceback" not in err, err
-    lines = err.splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("mapsearch: "), err
-    assert not output.exists()
-    return lines[0][len("mapsearch: "):]
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ from mapsearch.schedule.fused import FusedSchedule
 from mapsearch.schedule.fused_json import save_fused
 from mapsearch.schedule.json_io import dumps_schedule, save_schedule as save_schedule_file
 from mapsearch.schedule.schedule import Schedule
-from mapsearch.schedule.unfused_json import UnfusedChain, load_schedule_file
+from mapsearch.schedule.unfused_json import ChainPlan, UnfusedChain, load_schedule_file
 from mapsearch.sim.counters import ReplayResult
 from mapsearch.sim.errors import SimulatorError, WalkTooLong
 from mapsearch.sim.fused import UnfusedResult
@@ -106,7 +106,7 @@ __all__ = [
     "Budget", "Interruptible", "stopped", "listening", "SolveProgress", "FINISHED", "REPLAY_MODES",
     # the objects
     "Workload", "WorkloadGraph", "Architecture", "Tree", "Constraints", "SolveOptions", "Schedule", "FusedSchedule",
-    "UnfusedChain", "Figures", "SolveResult", "ChainResult", "ChainReplay", "SparseSolveResult", "ReplayResult",
+    "UnfusedChain", "ChainPlan", "Figures", "SolveResult", "ChainResult", "ChainReplay", "SparseSolveResult", "ReplayResult",
     "SweepResult", "SweepStart", "Progress", "TraceResult", "Characterization", "CharacterizeStart", "Model", "Profile",
     "LoadedWorkload",
     # the errors
@@ -147,9 +147,10 @@ def load_constraints(source: ConstraintsSource) -> Constraints:
     return constraints_of(source)
 
 
-def load_schedule(source: str | Path) -> Schedule | FusedSchedule | UnfusedChain:
-    """A schedule file written by ``mapsearch solve -o`` (one einsum, a fused chain, or a chain run einsum by
-    einsum: :class:`~mapsearch.schedule.unfused_json.UnfusedChain`), checked."""
+def load_schedule(source: str | Path) -> Schedule | FusedSchedule | UnfusedChain | ChainPlan:
+    """A schedule file written by ``mapsearch solve -o`` (one einsum, a fused chain, a chain run einsum by
+    einsum: :class:`~mapsearch.schedule.unfused_json.UnfusedChain`, or a partly fused chain's plan, group by
+    group: :class:`~mapsearch.schedule.unfused_json.ChainPlan`), checked."""
     return load_schedule_file(source)
 
 
@@ -307,14 +308,14 @@ def replay(schedule: ScheduleSource, mode: str = "count") -> ReplayResult: ...
 
 
 @overload
-def replay(schedule: UnfusedChain, mode: str = "count") -> UnfusedResult: ...
+def replay(schedule: UnfusedChain | ChainPlan, mode: str = "count") -> UnfusedResult: ...
 
 
 @overload
 def replay(schedule: ChainResult, mode: str = "count") -> ChainReplay: ...
 
 
-def replay(schedule: ScheduleSource | UnfusedChain | ChainResult,
+def replay(schedule: ScheduleSource | UnfusedChain | ChainPlan | ChainResult,
            mode: str = "count") -> ReplayResult | UnfusedResult | ChainReplay:
     """Run a schedule in the explicit-cache simulator and count what it moves and takes.
 
@@ -325,7 +326,9 @@ def replay(schedule: ScheduleSource | UnfusedChain | ChainResult,
     simulator). A chain's result gives the replay checks of its best option.
     An unfused chain (:class:`~mapsearch.schedule.unfused_json.UnfusedChain`,
     or its file) replays each stage alone and gives an ``UnfusedResult``:
-    ``stages`` one result per einsum, ``time`` the sum of their times.
+    ``stages`` one result per einsum, ``time`` the sum of their times; a
+    partly fused chain's plan (:class:`~mapsearch.schedule.unfused_json.ChainPlan`)
+    likewise, one result per group.
     Compare with the prediction: :func:`compare`.
     """
     if isinstance(schedule, ChainResult):
@@ -334,7 +337,7 @@ def replay(schedule: ScheduleSource | UnfusedChain | ChainResult,
         schedule = schedule.schedule
     if isinstance(schedule, (str, Path)):
         schedule = load_schedule_file(schedule)
-    if isinstance(schedule, UnfusedChain):
+    if isinstance(schedule, (UnfusedChain, ChainPlan)):
         return replay_stages(schedule.graph, schedule.stages, mode)
     return replay_schedule(schedule, mode=mode)
 

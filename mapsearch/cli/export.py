@@ -64,6 +64,12 @@ def _check_replays(source: str, schedule) -> None:
         raise MapsearchError(f"{source}: {e}") from e
 
 
+# The chain files ``solve -o`` writes, which ``replay`` reads and export does not: what each is, its format, its parts.
+_CHAIN_FILES = {api.FusedSchedule: ("a fused chain's schedule", "mapsearch-fused-schedule", "stages"),
+                api.UnfusedChain: ("an unfused chain", "mapsearch-unfused-chain", "stages"),
+                api.ChainPlan: ("a partly fused chain's plan", "mapsearch-chain-plan", "groups")}
+
+
 def run(args: argparse.Namespace) -> None:
     if args.format not in EXPORT_FORMATS:
         raise MapsearchError(f"--format: expected one of {', '.join(EXPORT_FORMATS)}, got {args.format!r}")
@@ -72,12 +78,11 @@ def run(args: argparse.Namespace) -> None:
     if args.output and not writes_a_directory:
         check_writable(args.output)  # before the schedule is read, not after the export (a DIR is made below)
     schedule = api.load_schedule(args.schedule)
-    if isinstance(schedule, api.FusedSchedule):
-        raise MapsearchError(f"{args.schedule}: export takes the schedule of one einsum; this is a fused chain's")
-    if isinstance(schedule, api.UnfusedChain):
+    chain = _CHAIN_FILES.get(type(schedule))
+    if chain is not None:
+        what, kind, parts = chain
         raise MapsearchError(f"{args.schedule}: export takes one einsum's schedule (format mapsearch-schedule); this "
-                             "is an unfused chain (mapsearch-unfused-chain): replay it, or export one of its stages "
-                             "saved as a file of its own")
+                             f"is {what} ({kind}): replay it, or export one of its {parts} saved as a file of its own")
     _check_replays(args.schedule, schedule)
     if args.format in _PEERS:
         texts = _peer_texts(args.format, schedule, args.output)  # every text first: nothing is written on an error

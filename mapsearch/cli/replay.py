@@ -1,10 +1,12 @@
 """``mapsearch replay SCHEDULE.json [--check] [--json] [--mode count|data|events]``.
 
-Replays a schedule file (one einsum, a fused chain, or a chain run einsum by
-einsum: ``mapsearch-unfused-chain``) in the simulator and prints its figures;
+Replays a schedule file (one einsum, a fused chain, a chain run einsum by
+einsum: ``mapsearch-unfused-chain``, or a partly fused chain's plan run group by
+group: ``mapsearch-chain-plan``) in the simulator and prints its figures;
 ``--check`` compares them with the predicted figures the file carries (for an
-unfused chain: each stage's, fields ``stages[e].…``, and the totals ``time``
-and ``words``). A mismatch or a failed data check exits 1 (one line per field).
+unfused chain: each stage's, fields ``stages[e].…``; for a plan: each group's,
+fields ``groups[g].…``; and the totals ``time`` and ``words``). A mismatch or a
+failed data check exits 1 (one line per field).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
     if mode not in api.REPLAY_MODES:  # before the file is read: the flags first
         raise MapsearchError(f"--mode: expected one of {', '.join(api.REPLAY_MODES)}, got {mode!r}")
     schedule = load_schedule(args.schedule)
-    if isinstance(schedule, api.UnfusedChain):
+    if isinstance(schedule, (api.UnfusedChain, api.ChainPlan)):
         _run_unfused(args, schedule, mode)
         return
     if args.check and schedule.predicted is None:
@@ -119,38 +121,59 @@ def _fail_on(mismatches: list, data_ok: bool | None, max_abs_error: float | None
         raise CommandFailed(EXIT_MISMATCH, failures)
 
 
-def _run_unfused(args: argparse.Namespace, chain: api.UnfusedChain, mode: str) -> None:
-    """An unfused chain's file: each stage replayed alone, then the totals (``time`` the sum of the stages')."""
+def _parts(chain: api.UnfusedChain | api.ChainPlan) -> list[tuple[str, str, list[str]]]:
+    """Per stage (unfused) or group (plan): its field prefix, its words in a title, and its einsums' texts."""
+    if isinstance(chain, api.ChainPlan):
+        out = []
+        for g, (indices, st) in enumerate(zip(chain.groups, chain.stages)):
+            texts = [chain.graph.einsums[i].text() for i in indices]
+            label = "+".join(map(str, indices))
+            title = f"group {g}, einsums {label} fused at {st.architecture.levels[st.fusion_level].name}" \
+                if len(indices) > 1 else f"group {g}, {texts[0]}"
+            out.append((f"groups[{g}]", title, texts))
+        return out
+    return [(f"stages[{e}]", f"stage {e}, {st.workload.einsum.text()}", [st.workload.einsum.text()])
+            for e, st in enumerate(chain.stages)]
+
+
+def _run_unfused(args: argparse.Namespace, chain: api.UnfusedChain | api.ChainPlan, mode: str) -> None:
+    """An unfused chain's file, or a partly fused chain's plan: each stage (group) replayed alone, then the totals
+    (``time`` the sum of the stages')."""
+    plan = isinstance(chain, api.ChainPlan)
+    unit = "group" if plan else "stage"
     if args.check and not chain.predicted_complete:
-        raise MapsearchError(f"{args.schedule}: --check needs the predicted figures of every stage and the totals "
+        raise MapsearchError(f"{args.schedule}: --check needs the predicted figures of every {unit} and the totals "
                              "time and words; this file lacks some")
     try:
         result = replay(chain, mode=mode)
     except api.SimulatorError as e:
         raise MapsearchError(f"{args.schedule}: {e}") from e
     words = result.figures.words_total
+    parts = _parts(chain)
     mismatches: list[tuple[str, object, object]] = []
     if args.check:
-        for e, (stage, r) in enumerate(zip(chain.stages, result.stages)):
-            mismatches += [(f"stages[{e}].{f}", p, q) for f, p, q in compare(stage.predicted, r.figures)]
+        for (field, _, _), stage, r in zip(parts, chain.stages, result.stages):
+            mismatches += [(f"{field}.{f}", p, q) for f, p, q in compare(stage.predicted, r.figures)]
         mismatches += [(f, p, q) for f, p, q in (("time", chain.time, result.time), ("words", chain.words, words))
                        if p != q]
     arch = chain.architecture
     if args.json:
+        entries = []
+        for (_, _, texts), r in zip(parts, result.stages):
+            head: dict[str, Any] = {"einsums": texts} if plan else {"einsum": texts[0]}
+            entries.append({**head, **report_dict(r.figures, arch, data_ok=r.data_ok, max_abs_error=r.max_abs_error)})
         out: dict[str, Any] = {"schedule": str(args.schedule), "mode": mode, "time": _plain(result.time),
-                               "words": words, "stages": [
-                                   {"einsum": st.workload.einsum.text(),
-                                    **report_dict(r.figures, arch, data_ok=r.data_ok, max_abs_error=r.max_abs_error)}
-                                   for st, r in zip(chain.stages, result.stages)]}
+                               "words": words, ("groups" if plan else "stages"): entries}
         if args.check:
             out["check"] = _check_dict(mismatches)
         print(json.dumps(out, indent=2))
     else:
-        for e, (st, r) in enumerate(zip(chain.stages, result.stages)):
-            title = (f"{chain.graph.name} stage {e}, {st.workload.einsum.text()}, on {arch.name}: replay of "
-                     f"{args.schedule} ({mode} mode)")
+        for (_, what, _), r in zip(parts, result.stages):
+            title = f"{chain.graph.name} {what}, on {arch.name}: replay of {args.schedule} ({mode} mode)"
             print(render_text(r.figures, arch, title=title, data_ok=r.data_ok, max_abs_error=r.max_abs_error))
-        print(f"total ({len(chain.stages)} stages one after another): time {_plain(result.time)}, words {words:,}")
+        between = f", between at {chain.between_level}" if plan else ""
+        print(f"total ({len(chain.stages)} {unit}s one after another{between}): time {_plain(result.time)}, "
+              f"words {words:,}")
         if args.check and not mismatches:
             print("check: the replay matches the predicted figures")
     sys.stdout.flush()

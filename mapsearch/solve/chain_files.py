@@ -15,13 +15,12 @@ from mapsearch.atomic import write_text_atomic
 from mapsearch.schedule.fused_json import fused_to_dict, save_fused
 from mapsearch.schedule.json_io import _pretty, schedule_to_dict
 from mapsearch.schedule.unfused_json import FORMAT as UNFUSED_FORMAT  # read back by unfused_from_dict
+from mapsearch.schedule.unfused_json import PLAN_FORMAT  # read back by plan_from_dict
 from mapsearch.solve.chain import ChainResult, GroupPlan, UnfusedOutcome
 from mapsearch.spec.graph_load import graph_to_dict
 from mapsearch.spec.reading import fraction_to_json
 
 __all__ = ["PLAN_FORMAT", "UNFUSED_FORMAT", "plan_to_dict", "unfused_to_dict", "save_best"]
-
-PLAN_FORMAT = "mapsearch-chain-plan"
 
 
 def plan_to_dict(result: ChainResult, plan: GroupPlan) -> dict[str, Any]:

@@ -20,8 +20,9 @@ from typing import Any, Mapping, Union
 from mapsearch.dram.layout import LayoutSpec, layout_specs
 from mapsearch.errors import SpecError, UsageError
 from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
-from mapsearch.schedule.fused_json import FORMAT as FUSED_FORMAT, load_any_schedule
+from mapsearch.schedule.json_io import FORMAT as SCHEDULE_FORMAT, read_json, schedule_from_dict
 from mapsearch.schedule.schedule import Schedule
+from mapsearch.schedule.unfused_json import CHAIN_FILE_KINDS
 from mapsearch.spec import limits
 from mapsearch.spec.architecture import Architecture, as_fraction
 from mapsearch.spec.block_roles import fixed_bindings, parse_binding
@@ -171,16 +172,18 @@ def _block_binding(value: Mapping[str, str] | str, architecture: Architecture | 
 
 
 def _start_schedule(start: Schedule | str | Path, option: str) -> Schedule:
-    """A warm start's schedule: as it is, or read from a one-einsum schedule file (a bad file is one SpecError line)."""
+    """A warm start's schedule: as it is, or read from a one-einsum schedule file (a bad file is one SpecError line;
+    a chain's file, told by its ``format`` before anything else is read, is refused as such)."""
     if isinstance(start, Schedule):
         return start
     if not isinstance(start, (str, Path)) or not str(start).strip():
         raise UsageError(option, "a Schedule or a schedule file (written by mapsearch solve -o)", start)
-    loaded = load_any_schedule(start)
-    if not isinstance(loaded, Schedule):
-        raise SpecError(str(start), "format", "one einsum's schedule (a fused chain's cannot start a solve)",
-                        FUSED_FORMAT)
-    return loaded
+    data = read_json(start)
+    kind = data.get("format") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind in CHAIN_FILE_KINDS:
+        raise SpecError(str(start), "", "", None, detail=f"{option} takes one einsum's schedule (format "
+                        f"{SCHEDULE_FORMAT}); this is {CHAIN_FILE_KINDS[kind]} ({kind})")
+    return schedule_from_dict(data, str(start))
 
 
 def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str | Path, workload: Workload | None,

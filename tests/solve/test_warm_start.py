@@ -270,8 +270,9 @@ def test_cli_a_fused_chain_schedule_is_no_start(tmp_path, capsys) -> None:
     fused = tmp_path / "fused.json"
     api.save_schedule(api.solve_chain(chains / "fusion-wins.yaml", chains / "fusion-arch.yaml", replay_mode=None), fused)
     assert cli.main(["solve", *WORKED, "-q", "--start", str(fused)]) == 2
-    assert capsys.readouterr().err.strip() == (f"mapsearch: {fused}: format: expected one einsum's schedule (a fused "
-                                               "chain's cannot start a solve), got 'mapsearch-fused-schedule'")
+    assert capsys.readouterr().err.strip() == (f"mapsearch: {fused}: --start takes one einsum's schedule (format "
+                                               "mapsearch-schedule); this is a fused chain's schedule "
+                                               "(mapsearch-fused-schedule)")
 
 
 def test_cli_start_is_refused_by_the_sparse_solve(capsys) -> None:

@@ -59,7 +59,7 @@ from mapsearch.solve.chain import ChainResult
 from mapsearch.solve.chain_files import save_best
 from mapsearch.solve.chain_replay import ChainReplay, replay_checks
 from mapsearch.solve.entry import Number, solve as solve_checked, solve_chain as solve_chain_checked
-from mapsearch.solve.entry import solve_options as _checked_options
+from mapsearch.solve.entry import solve_options
 from mapsearch.solve.run import SolveResult
 from mapsearch.sparse.density_text import check_output_density, parse_densities, parse_formats
 from mapsearch.sparse.entry import solve_sparse as solve_sparse_checked
@@ -159,34 +159,6 @@ def load_schedule(source: str | Path) -> Schedule | FusedSchedule | UnfusedChain
 # --------------------------------------------------------------------------
 
 
-def solve_options(*, dram_layouts: Mapping[str, Any] | str | Path | None = None,
-                  architecture: Architecture | Tree | None = None, workload: Workload | None = None,
-                  names: Mapping[str, str] | None = None, **given: Any) -> SolveOptions:
-    """``base`` (default ``SolveOptions()``) with every option given, each checked: a bad one is one
-    :class:`UsageError` or :class:`SpecError` line naming it (``names[option]``: the CLI passes its flags).
-
-    The options are those of :func:`solve` (:func:`mapsearch.solve.named_options.solve_options` says each).
-    ``dram_layouts`` fixed for a workload on an architecture with a DRAM are also placed in that DRAM here, so
-    that bases that overlap are refused before any solve, in the words ``mapsearch trace --layouts`` uses
-    (``FILE: layouts.W.base: W at bytes ... overlaps I at bytes ...``; docs/dram.md).
-    """
-    options = _checked_options(dram_layouts=dram_layouts, architecture=architecture, workload=workload, names=names,
-                               **given)
-    if dram_layouts is not None:
-        source = str(dram_layouts) if isinstance(dram_layouts, (str, Path)) else \
-            (names or {}).get("dram_layouts", "dram_layouts")
-        _place_dram_layouts(options, architecture, workload, source)
-    return options
-
-
-def _place_dram_layouts(options: SolveOptions, architecture: Any, workload: Any, source: str) -> None:
-    """Fixed layouts must place in the architecture's DRAM (disjoint bases, addresses below 2^62): else one
-    SpecError naming ``source``. Without a DRAM (or a workload) there is nothing to place: the solve says so."""
-    dram = getattr(architecture, "dram", None)
-    if options.dram_layouts and dram is not None and isinstance(workload, Workload):
-        placed_layouts(workload, dram, dict(options.dram_layouts), source)
-
-
 def _options(options: SolveOptions | None, architecture: Architecture | Tree | None, workload: Any,
              given: Mapping[str, Any]) -> SolveOptions:
     values = {k: v for k, v in given.items() if v is not None}
@@ -235,8 +207,10 @@ def solve(workload: WorkloadSource, architecture: ArchitectureSource, constraint
         workers=workers, seed=seed, link_energy=link_energy, op_energy=op_energy, dram_rows=dram_rows,
         max_dram_rows=max_dram_rows, dram_layouts=dram_layouts, placement=placement, block_binding=block_binding,
         start=start))
-    # Layouts fixed in a SolveOptions passed as it is are placed too (solve_options placed those given here).
-    _place_dram_layouts(opts, arch, loaded.workload, "options.dram_layouts")
+    if dram_layouts is None and opts.dram_layouts and getattr(arch, "dram", None) is not None \
+            and isinstance(loaded.workload, Workload):
+        # Layouts fixed in a SolveOptions passed as it is: placed as solve_options places those given by name.
+        placed_layouts(loaded.workload, arch.dram, dict(opts.dram_layouts), "options.dram_layouts")
     # A file keeps its path: errors name it, and a tree of one path keeps its tensors rules.
     source = architecture if isinstance(architecture, (str, Path)) else arch
     return solve_checked(loaded, source, constraints, homes=homes, options=opts, replay_mode=replay_mode, strict=strict)

@@ -37,11 +37,9 @@ from mapsearch.schedule.json_io import (
     figures_to_dict,
     read_json,
     refuse_block_roles,
-    schedule_from_dict,
     schedule_from_parts,
     schedule_to_dict,
 )
-from mapsearch.schedule.schedule import Schedule
 from mapsearch.spec.load import _architecture, architecture_to_dict, check_problem, workload_to_dict
 from mapsearch.spec.reading import _error, _note
 from mapsearch.spec.schema import validate_against
@@ -312,11 +310,3 @@ def fused_from_dict(data: object, source: str = "<fused schedule>") -> FusedSche
 
 def load_fused(path: str | Path) -> FusedSchedule:
     return fused_from_dict(read_json(path), str(path))
-
-
-def load_any_schedule(path: str | Path) -> Schedule | FusedSchedule:
-    """A one-einsum schedule file, or a fused chain's (told apart by the file's ``format``)."""
-    data = read_json(path)
-    if isinstance(data, dict) and data.get("format") == FORMAT:
-        return fused_from_dict(data, str(path))
-    return schedule_from_dict(data, str(path))

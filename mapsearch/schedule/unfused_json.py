@@ -45,7 +45,7 @@ from mapsearch.spec.reading import _error, _note, fraction_from_json
 from mapsearch.spec.workload import WorkloadGraph
 
 __all__ = ["FORMAT", "PLAN_FORMAT", "VERSION", "CHAIN_FILE_KINDS", "UnfusedChain", "ChainPlan", "unfused_from_dict",
-           "plan_from_dict", "load_unfused", "load_schedule_file"]
+           "plan_from_dict", "load_schedule_file"]
 
 FORMAT = "mapsearch-unfused-chain"
 PLAN_FORMAT = "mapsearch-chain-plan"
@@ -56,8 +56,26 @@ CHAIN_FILE_KINDS = {FORMAT: "an unfused chain", FUSED_FORMAT: "a fused chain's s
                     PLAN_FORMAT: "a partly fused chain's plan"}
 
 
+class _Stages:
+    """What a chain run part after part has: ``stages`` (each a schedule with its prediction), the predicted
+    totals ``time`` and ``words``."""
+
+    stages: tuple
+    time: Fraction | None
+    words: int | None
+
+    @property
+    def architecture(self) -> Architecture:
+        return self.stages[0].architecture
+
+    @property
+    def predicted_complete(self) -> bool:
+        """Every part and both totals carry a prediction (what ``replay --check`` compares)."""
+        return self.time is not None and self.words is not None and all(s.predicted is not None for s in self.stages)
+
+
 @dataclass(frozen=True)
-class UnfusedChain:
+class UnfusedChain(_Stages):
     """A chain run einsum by einsum: ``stages[e]`` schedules einsum ``e`` alone; ``time`` and ``words`` are
     the predicted totals (None when the file gives none)."""
 
@@ -67,31 +85,24 @@ class UnfusedChain:
     words: int | None = None
     source: str = field(default="", compare=False, repr=False)
 
-    @property
-    def architecture(self) -> Architecture:
-        return self.stages[0].architecture
 
-    @property
-    def predicted_complete(self) -> bool:
-        """Every stage and both totals carry a prediction (what ``replay --check`` compares)."""
-        return self.time is not None and self.words is not None and all(s.predicted is not None for s in self.stages)
-
-
-def unfused_from_dict(data: object, source: str = "<unfused chain>") -> UnfusedChain:
-    """Validate raw data and build an :class:`UnfusedChain` (one-line SpecErrors)."""
+def _header(data: object, source: str, kind: str, what: str,
+            fields: tuple[str, ...]) -> tuple[WorkloadGraph, Fraction | None, int | None]:
+    """What both chain files share: no unknown key, ``format`` ``kind``, ``version``, the ``graph``, and the
+    predicted totals ``time`` and ``words`` (optional); ``fields`` are the file's own required keys."""
     from mapsearch.spec.graph_load import graph_from_dict
 
     if not isinstance(data, Mapping):
-        raise _error(source, "", "an unfused chain object", data)
-    known = ("format", "version", "graph", "time", "words", "stages")
+        raise _error(source, "", what, data)
+    known = ("format", "version", "graph", "time", "words") + fields
     for key in data:
         if key not in known:
             raise _note(source, str(key), f"unknown field; expected one of {', '.join(known)}")
-    for key in ("format", "version", "graph", "stages"):
+    for key in ("format", "version", "graph") + fields:
         if key not in data:
             raise _note(source, key, "missing")
-    if data["format"] != FORMAT:
-        raise _error(source, "format", repr(FORMAT), data["format"])
+    if data["format"] != kind:
+        raise _error(source, "format", repr(kind), data["format"])
     if data["version"] != VERSION or isinstance(data["version"], (bool, float)):
         raise _error(source, "version", str(VERSION), data["version"])
     if not isinstance(data["graph"], Mapping):
@@ -101,6 +112,12 @@ def unfused_from_dict(data: object, source: str = "<unfused chain>") -> UnfusedC
     words = data.get("words")
     if words is not None and (not isinstance(words, int) or isinstance(words, bool) or words < 0):
         raise _error(source, "words", "int >= 0", words)
+    return graph, time, words
+
+
+def unfused_from_dict(data: object, source: str = "<unfused chain>") -> UnfusedChain:
+    """Validate raw data and build an :class:`UnfusedChain` (one-line SpecErrors)."""
+    graph, time, words = _header(data, source, FORMAT, "an unfused chain object", ("stages",))
     raw_stages = data["stages"]
     if not isinstance(raw_stages, list) or len(raw_stages) != len(graph.einsums):
         raise _error(source, "stages", f"a list of {len(graph.einsums)} schedules (one per einsum)", raw_stages)
@@ -139,7 +156,7 @@ def _check_stages(graph: WorkloadGraph, stages: list[Schedule], source: str) -> 
 
 
 @dataclass(frozen=True)
-class ChainPlan:
+class ChainPlan(_Stages):
     """A chain cut into contiguous groups run one after another: ``stages[g]`` schedules the einsums
     ``groups[g]`` (a :class:`Schedule` for one einsum, a :class:`FusedSchedule` for several); the
     intermediates between groups live at ``between_level``. ``time`` and ``words`` are the predicted totals."""
@@ -152,41 +169,11 @@ class ChainPlan:
     words: int | None = None
     source: str = field(default="", compare=False, repr=False)
 
-    @property
-    def architecture(self) -> Architecture:
-        return self.stages[0].architecture
-
-    @property
-    def predicted_complete(self) -> bool:
-        """Every group and both totals carry a prediction (what ``replay --check`` compares)."""
-        return self.time is not None and self.words is not None and all(s.predicted is not None for s in self.stages)
-
 
 def plan_from_dict(data: object, source: str = "<chain plan>") -> ChainPlan:
     """Validate raw data and build a :class:`ChainPlan` (one-line SpecErrors, group errors prefixed
     ``groups[g].``)."""
-    from mapsearch.spec.graph_load import graph_from_dict
-
-    if not isinstance(data, Mapping):
-        raise _error(source, "", "a chain plan object", data)
-    known = ("format", "version", "graph", "between_level", "time", "words", "groups")
-    for key in data:
-        if key not in known:
-            raise _note(source, str(key), f"unknown field; expected one of {', '.join(known)}")
-    for key in ("format", "version", "graph", "between_level", "groups"):
-        if key not in data:
-            raise _note(source, key, "missing")
-    if data["format"] != PLAN_FORMAT:
-        raise _error(source, "format", repr(PLAN_FORMAT), data["format"])
-    if data["version"] != VERSION or isinstance(data["version"], (bool, float)):
-        raise _error(source, "version", str(VERSION), data["version"])
-    if not isinstance(data["graph"], Mapping):
-        raise _error(source, "graph", "a chain {name, einsums, extents}", data["graph"])
-    graph = graph_from_dict(data["graph"], source)
-    time = fraction_from_json(data["time"], source, "time", nonnegative=True) if "time" in data else None
-    words = data.get("words")
-    if words is not None and (not isinstance(words, int) or isinstance(words, bool) or words < 0):
-        raise _error(source, "words", "int >= 0", words)
+    graph, time, words = _header(data, source, PLAN_FORMAT, "a chain plan object", ("between_level", "groups"))
     raw_groups = data["groups"]
     n = len(graph.einsums)
     if not isinstance(raw_groups, list) or not raw_groups:
@@ -236,10 +223,6 @@ def _group_schedule(graph: WorkloadGraph, indices: tuple[int, ...], raw: object,
         raise _error(source, f"{where}.graph", f"einsums {list(indices)} of the graph at its extents",
                      [e.text() for e in schedule.graph.einsums])
     return schedule
-
-
-def load_unfused(path: str | Path) -> UnfusedChain:
-    return unfused_from_dict(read_json(path), str(path))
 
 
 def load_schedule_file(path: str | Path) -> Schedule | FusedSchedule | UnfusedChain | ChainPlan:

@@ -84,9 +84,8 @@ def first_schedule(problem: Problem, options: SolveOptions,
     orders: list[tuple[str, tuple[str, ...]]] = []
     result = None
     for k in range(depth, 0, -1):
-        steps_left = k
-        left = share - (time.perf_counter() - start)
-        step = dataclasses.replace(options, time_limit=max(0.05, left / steps_left), work_limit=work,
+        left = share - (time.perf_counter() - start)  # shared equally by the k steps left
+        step = dataclasses.replace(options, time_limit=max(0.05, left / k), work_limit=work,
                                    objective=options.objective if k == 1 else "words", start=None)
         sub = dataclasses.replace(problem, architecture=dataclasses.replace(arch, levels=(arch.levels[0],) +
                                                                                  arch.levels[k:]))

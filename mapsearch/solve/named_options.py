@@ -17,7 +17,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from mapsearch.dram.layout import LayoutSpec, layout_specs
+from mapsearch.dram.layout import LayoutSpec, layout_specs, placed_layouts
 from mapsearch.errors import SpecError, UsageError
 from mapsearch.model.options import DRAM_ROWS, OBJECTIVES, SolveOptions
 from mapsearch.schedule.json_io import FORMAT as SCHEDULE_FORMAT, read_json, schedule_from_dict
@@ -153,7 +153,7 @@ def solve_options(*, objective: str | None = None, time_limit: float | None = No
         given["start"] = _start_schedule(start, name("start"))
     options = replace(base or SolveOptions(), **given)
     if dram_layouts is not None:
-        options = _with_dram_layouts(options, dram_layouts, workload, name("dram_layouts"))
+        options = _with_dram_layouts(options, dram_layouts, workload, architecture, name("dram_layouts"))
     return options
 
 
@@ -187,8 +187,10 @@ def _start_schedule(start: Schedule | str | Path, option: str) -> Schedule:
 
 
 def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str | Path, workload: Workload | None,
-                       option: str) -> SolveOptions:
-    """Fixed DRAM layouts: LayoutSpecs as they are, layout dicts read against ``workload``."""
+                       architecture: Architecture | Tree | None, option: str) -> SolveOptions:
+    """Fixed DRAM layouts: LayoutSpecs as they are, layout dicts read against ``workload``; placed in the
+    architecture's DRAM where both are known, so that bases that overlap are refused before any solve, in the
+    words ``mapsearch trace --layouts`` uses (``dram/layout.placed_layouts``)."""
     source = "dram_layouts"
     raw: Any = layouts
     if isinstance(layouts, (str, Path)):
@@ -202,6 +204,9 @@ def _with_dram_layouts(options: SolveOptions, layouts: Mapping[str, Any] | str |
         if workload is None:
             raise UsageError(option, "layout specs, or a workload to read layout dicts against", specs)
         specs = layout_specs(workload, specs, source)  # a bad entry: one line naming the file and field
+    dram = getattr(architecture, "dram", None)
+    if specs and dram is not None and workload is not None:
+        placed_layouts(workload, dram, dict(specs), source)
     if options.dram_rows == "off" and options.max_dram_rows is None:
         options = replace(options, dram_rows="tiebreak")  # layouts only matter to the row model
     return replace(options, dram_layouts=tuple(dict(specs or {}).items()))
